@@ -1,0 +1,1 @@
+"""kgrag: offline Graph-RAG toolkit."""

@@ -1,0 +1,217 @@
+"""The public Python API. The CLI is a thin shell over these functions."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+import kgrag.steps  # noqa: F401  (registers the step kinds)
+from kgrag.answer import answer
+from kgrag.errors import KgragError
+from kgrag.models import Models
+from kgrag.models.cache import CacheStats, CallCache
+from kgrag.models.registry import ResolvedModel, bundled_models, file_sha256, folder_sha256
+from kgrag.pipeline.artefacts import artefact_dir
+from kgrag.pipeline.manifest import Manifest
+from kgrag.pipeline.plan import Plan, Step
+from kgrag.pipeline.registry import KINDS
+from kgrag.pipeline.runner import run_plan
+from kgrag.retrieval import STRATEGIES
+from kgrag.retrieval.units import Units
+from kgrag.spec import Spec, load_spec, thaw
+from kgrag.spec.model import default_cache_dir
+from kgrag.steps.corpus import QUESTIONS
+from kgrag.steps.evaluate import METRICS
+
+BENCHMARK_SHAPES = ("musique", "hotpotqa", "2wiki")
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Session:
+    """A loaded spec with its cache, models and compiled plan."""
+
+    spec: Spec
+    cache: CallCache
+    models: Models
+    plan: Plan
+
+    @property
+    def run_dir(self) -> Path:
+        return self.spec.output_dir
+
+    def artefact(self, step_name: str) -> Path:
+        return artefact_dir(self.run_dir, step_name, self.plan.by_name()[step_name].fingerprint)
+
+
+def open_session(spec_path: str | Path) -> Session:
+    """Load and validate a spec, resolve its models and compile its plan (no work is done)."""
+    spec = load_spec(spec_path)
+    cache = CallCache(spec.cache_dir)
+    models = Models(spec.models, cache, spec.path.parent)
+    return Session(spec, cache, models, compile_plan(spec, models))
+
+
+def _source_sha256(path: Path) -> str:
+    if path.is_file():
+        return file_sha256(path)
+    if path.is_dir():
+        return folder_sha256(path)
+    raise KgragError(f"corpus path does not exist: {path}")
+
+
+def has_questions(spec: Spec) -> bool:
+    return spec.corpus["dataset"] in BENCHMARK_SHAPES
+
+
+def compile_plan(spec: Spec, models: Models) -> Plan:
+    """The steps a spec asks for, each fingerprinted from what changes its output."""
+    plan = Plan()
+    corpus = {k: v for k, v in thaw(spec.corpus).items() if k != "path"}
+    corpus["source_sha256"] = _source_sha256(spec.resolve(spec.corpus["path"]))
+    plan.add("corpus", "import", corpus)
+    embedder = models.embedder_model.sha256
+    plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
+             {"corpus": "corpus"})
+    index_steps = {"dense": ("dense_index", {"embedder": embedder}, {"chunks": "chunks"})}
+    needed = sorted({n for q in spec.query for n in STRATEGIES[q["strategy"]].needs} - {"chunks"})
+    for name in needed:
+        kind, config, inputs = index_steps[name]
+        plan.add(name, kind, config, inputs)
+    if not has_questions(spec):
+        return plan
+    llm = models.llm_model
+    llm_identity = {"sha256": llm.sha256, **{k: spec.models["llm"][k]
+                                             for k in ("temperature", "top_p", "seed")}}
+    answering = spec.answer["questions"] != 0
+    evaluate_inputs = {"corpus": "corpus", "chunks": "chunks"}
+    for q in spec.query:
+        strategy = thaw(q)
+        needs = {n: n for n in STRATEGIES[strategy["strategy"]].needs}
+        retrieve = plan.add(f"retrieve.{q['name']}", "retrieve",
+                            {"strategy": strategy, "embedder": embedder},
+                            {"corpus": "corpus", "chunks": "chunks", **needs})
+        evaluate_inputs[retrieve.name] = retrieve.name
+        if answering:
+            step = plan.add(f"answer.{q['name']}", "answer",
+                            {**thaw(spec.answer), "llm": llm_identity},
+                            {"corpus": "corpus", "chunks": "chunks", "retrieve": retrieve.name})
+            evaluate_inputs[step.name] = step.name
+    plan.add("evaluate", "evaluate",
+             {"metrics": list(spec.evaluate["metrics"]), "dataset": spec.corpus["dataset"],
+              "strategies": [thaw(q) for q in spec.query]}, evaluate_inputs)
+    return plan
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    step: Step
+    reuse: bool
+    max_llm_calls: int | None
+
+
+def dry_run(session: Session) -> list[PlannedStep]:
+    """What ``run`` would do: each step, whether it would be reused, its LLM-call bound."""
+    n_questions = _known_question_count(session)
+    return [PlannedStep(s, session.artefact(s.name).exists(),
+                        KINDS[s.kind].max_llm_calls(s.config, n_questions))
+            for s in session.plan.steps]
+
+
+def _known_question_count(session: Session) -> int | None:
+    """Questions the run will have: exact once imported, else bounded from the spec."""
+    imported = session.artefact("corpus") / QUESTIONS
+    if imported.exists():
+        return pl.read_parquet(imported).height
+    corpus = session.spec.corpus
+    if not has_questions(session.spec):
+        return 0
+    if corpus["questions"] is not None:
+        return len(corpus["questions"])
+    path = session.spec.resolve(corpus["path"])
+    with open(path, "rb") as handle:
+        lines = sum(1 for line in handle if line.strip())
+    return lines if corpus["limit"] is None else min(lines, corpus["limit"])
+
+
+@dataclass(frozen=True)
+class RunResult:
+    manifest: Manifest
+    metrics: dict[str, Any] | None
+
+
+def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = print) -> RunResult:
+    """Run a spec, reusing every artefact that is still valid; returns manifest and metrics."""
+    session = open_session(spec_path)
+    manifest = run_plan(session.plan, spec=session.spec, models=session.models,
+                        run_dir=session.run_dir, force=force, echo=echo)
+    metrics_file = session.run_dir / METRICS
+    metrics = json.loads(metrics_file.read_text()) if "evaluate" in session.plan.by_name() \
+        else None
+    return RunResult(manifest, metrics)
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    question: str
+    strategy: str
+    unit_ids: list[str]
+    titles: list[str]
+    context_tokens: int
+    retrieval_ms: float
+    answer: str
+
+
+def query(spec_path: str | Path, question: str, strategy: str | None = None,
+          echo: Echo = print) -> QueryResult:
+    """Answer one question with one of the spec's strategies (building the index if needed)."""
+    session = open_session(spec_path)
+    strategies = {q["name"]: q for q in session.spec.query}
+    name = strategy or next(iter(strategies), None)
+    if name not in strategies:
+        raise KgragError(f"no query strategy {name!r} in {session.spec.path.name}; "
+                         f"choose from: {', '.join(strategies) or '(none)'}")
+    config = thaw(strategies[name])
+    strategy_type = STRATEGIES[config["strategy"]]
+    needed = ["chunks", *strategy_type.needs]
+    run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
+             steps=session.plan.upstream(needed), echo=echo)
+    units = Units.load(session.artefact("chunks"))
+    chosen = strategy_type.load(config, {n: session.artefact(n) for n in strategy_type.needs},
+                                units)
+    vector = session.models.embedder.encode([question])[0]
+    started = time.perf_counter()
+    ids = chosen.retrieve(question, vector)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    text, _ = answer(session.models.llm, units.context(ids), question,
+                     max_tokens=session.spec.answer["max_tokens"],
+                     style=session.spec.answer["prompt"])
+    titles = [units.text[i].split("\n", 1)[0].removeprefix("# ") for i in ids]
+    return QueryResult(question, name, ids, titles, sum(units.tokens[i] for i in ids),
+                       elapsed_ms, text)
+
+
+def cache_stats(directory: Path | None = None) -> CacheStats:
+    cache = CallCache(directory or default_cache_dir())
+    try:
+        return cache.stats()
+    finally:
+        cache.close()
+
+
+def cache_clear(directory: Path | None = None) -> int:
+    cache = CallCache(directory or default_cache_dir())
+    try:
+        return cache.clear()
+    finally:
+        cache.close()
+
+
+def models() -> list[ResolvedModel]:
+    return bundled_models()

@@ -1,0 +1,141 @@
+"""``kgrag`` command line: a thin shell over ``kgrag.api``.
+
+Every user-facing problem arrives as ``KgragError``: one message on stderr,
+exit code 2, no traceback, nothing completed thrown away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from kgrag.errors import KgragError
+
+EXIT_USER_ERROR = 2
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from kgrag.spec import check_spec
+
+    failed = False
+    for path in args.specs:
+        problems = check_spec(path)
+        if problems:
+            failed = True
+            print("\n".join(problems), file=sys.stderr)
+        else:
+            print(f"{path}: ok")
+    return EXIT_USER_ERROR if failed else 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from kgrag import api
+    from kgrag.eval.report import format_table
+
+    if args.dry_run:
+        session = api.open_session(args.spec)
+        print(f"plan for {session.spec.name} -> {session.run_dir}")
+        total = 0
+        for planned in api.dry_run(session):
+            bound = planned.max_llm_calls
+            total += bound or 0
+            calls = "?" if bound is None else f"≤{bound}"
+            action = "reuse" if planned.reuse else "run"
+            print(f"  {planned.step.name:<24} {planned.step.kind:<12} "
+                  f"{planned.step.fingerprint[:12]}  {action:<5}  llm calls {calls}")
+        print(f"at most {total} LLM calls (cached calls cost nothing)")
+        return 0
+    result = api.run(args.spec, force=tuple(args.force))
+    if result.metrics is not None:
+        print(f"\n{result.metrics['dataset']}: {result.metrics['n_questions']} questions")
+        print(format_table(result.metrics["rows"]))
+    print(f"\noutputs: {result.manifest.path.parent}")
+    return 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    from kgrag import api
+
+    result = api.query(args.spec, args.question, args.strategy, echo=lambda s: None)
+    print(f"strategy: {result.strategy}  ({result.context_tokens} context tokens, "
+          f"{result.retrieval_ms:.1f} ms)")
+    for unit, title in zip(result.unit_ids, result.titles):
+        print(f"  {unit}  {title}")
+    print(f"answer: {result.answer}")
+    return 0
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from kgrag import api
+
+    directory = Path(args.dir) if args.dir else None
+    if args.action == "clear":
+        print(f"removed {api.cache_clear(directory)} entries")
+        return 0
+    stats = api.cache_stats(directory)
+    print(f"cache: {directory or api.default_cache_dir()}")
+    print(f"entries: {stats.entries}  size: {stats.size_bytes / 2**20:.1f} MiB")
+    for model, counts in sorted(stats.by_model.items()):
+        print(f"  {model:<28} hits {counts.get('hits', 0):>8}  misses {counts.get('misses', 0):>8}")
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from kgrag import api
+
+    for model in api.models():
+        print(f"{model.name:<20} {model.kind:<9} {model.sha256}  {model.path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kgrag", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("validate", help="check specs against the schema")
+    p.add_argument("specs", nargs="+")
+    p.set_defaults(func=_cmd_validate)
+
+    p = sub.add_parser("run", help="run a spec (reusing valid artefacts)")
+    p.add_argument("spec")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    p.add_argument("--force", action="append", default=[], metavar="STEP",
+                   help="rerun STEP (a step name or kind) and everything after it")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("query", help="answer one question against the built index")
+    p.add_argument("spec")
+    p.add_argument("question")
+    p.add_argument("--strategy", help="a query strategy name from the spec (default: first)")
+    p.set_defaults(func=_cmd_query)
+
+    p = sub.add_parser("cache", help="model-call cache statistics or clearing")
+    p.add_argument("action", choices=["stats", "clear"])
+    p.add_argument("--dir", help="cache folder (default: $KGRAG_CACHE_DIR or ~/.cache/kgrag)")
+    p.set_defaults(func=_cmd_cache)
+
+    p = sub.add_parser("models", help="bundled models, their files and sha256")
+    p.set_defaults(func=_cmd_models)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="kgrag: %(levelname)s: %(message)s")
+    try:
+        return args.func(args)
+    except KgragError as exc:
+        print(f"kgrag: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("kgrag: interrupted; completed steps and cached calls are kept — "
+              "run again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,400 @@
+"""Read benchmark files and plain document collections into a ``Corpus``.
+
+Each dataset shape has one importer function registered under its spec name
+with ``@importer(name)``. ``load_corpus`` only resolves the path and dispatches
+through the registry, so adding a dataset means adding one decorated function
+here and nothing else. Importers receive an existing path and the validated
+corpus section of the spec, and return the finished ``Corpus`` (with the
+``limit`` / ``questions`` selection applied); the helpers below do the shared
+work: strict JSON Lines reading with file:line errors, question selection,
+answer cleaning and document deduplication.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import polars as pl
+
+from kgrag.corpus.corpus import (
+    DOCUMENT_SCHEMA,
+    QUESTION_SCHEMA,
+    Corpus,
+    empty_questions,
+    make_doc_id,
+)
+from kgrag.errors import KgragError
+
+Importer = Callable[[Path, Mapping[str, Any]], Corpus]
+
+IMPORTERS: dict[str, Importer] = {}
+
+TEXT_SUFFIXES = frozenset({".txt", ".md"})
+
+_HIDDEN = re.compile(r"(^|/)\.")
+
+_JSON_KIND = {str: "a string", list: "a list", dict: "an object", bool: "true or false"}
+
+T = TypeVar("T")
+
+
+def importer(name: str) -> Callable[[Importer], Importer]:
+    """Register an importer under the dataset name the spec uses.
+
+    A decorator keeps each importer's name next to its code and lets new
+    datasets plug in without editing ``load_corpus``.
+    """
+
+    def register(func: Importer) -> Importer:
+        IMPORTERS[name] = func
+        return func
+
+    return register
+
+
+def load_corpus(cfg: Mapping[str, Any], base_dir: Path) -> Corpus:
+    """Load the corpus described by the spec's ``corpus`` section.
+
+    ``cfg`` is already schema-validated with defaults filled; relative paths
+    resolve against ``base_dir`` (the spec's folder) so a spec works from any
+    working directory. Every user-facing problem becomes a ``KgragError``.
+    """
+    dataset = cfg["dataset"]
+    load = IMPORTERS.get(dataset)
+    if load is None:
+        known = ", ".join(sorted(IMPORTERS))
+        raise KgragError(f"unknown corpus dataset {dataset!r}; use one of: {known}")
+    path = Path(cfg["path"]).expanduser()
+    if not path.is_absolute():
+        path = base_dir / path
+    if not path.exists():
+        raise KgragError(
+            f"corpus path {path} does not exist; fix corpus.path "
+            f"(relative paths resolve against {base_dir})"
+        )
+    corpus = load(path, cfg)
+    if corpus.documents.is_empty():
+        raise KgragError(f"empty corpus: {path} holds no documents")
+    return corpus
+
+
+# --- helpers shared by importers -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuestionRecord:
+    """One benchmark question with the paragraphs it contributes to the corpus.
+
+    ``paragraphs`` and ``supporting`` are (title, text) pairs; ids are derived
+    only when the corpus is assembled, after selection, so documents of
+    questions that were not selected never enter the corpus.
+    """
+
+    line: int
+    question_id: str
+    question: str
+    answers: tuple[str, ...]
+    paragraphs: tuple[tuple[str, str], ...]
+    supporting: tuple[tuple[str, str], ...]
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object) for every non-blank line.
+
+    Line numbers travel with the records so any later complaint about a
+    record can point the user at the exact line to fix.
+    """
+    if not path.is_file():
+        raise KgragError(f"{path} is a folder; this dataset expects a JSON Lines file")
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
+                raise KgragError(f"{path}:{lineno}: {problem}; fix this line") from None
+            except UnicodeDecodeError:
+                raise KgragError(f"{path}:{lineno}: not UTF-8 text; fix this line") from None
+            if not isinstance(record, dict):
+                raise KgragError(f"{path}:{lineno}: expected a JSON object per line")
+            yield lineno, record
+
+
+def get_field(record: Mapping[str, Any], name: str, kind: type[T], where: str) -> T:
+    """Return ``record[name]``, insisting that it exists and has the JSON type expected.
+
+    Checking here turns a ``KeyError`` deep in an importer into a message
+    naming the file, line and field.
+    """
+    if name not in record:
+        raise KgragError(f"{where}: missing field {name!r}")
+    value = record[name]
+    if not isinstance(value, kind):
+        expected = _JSON_KIND.get(kind, kind.__name__)
+        raise KgragError(f"{where}: field {name!r} must be {expected}")
+    return value
+
+
+def get_strings(record: Mapping[str, Any], name: str, where: str) -> list[str]:
+    """Return a field that must be a list of strings (answer aliases, sentences)."""
+    values = get_field(record, name, list, where)
+    if not all(isinstance(value, str) for value in values):
+        raise KgragError(f"{where}: field {name!r} must be a list of strings")
+    return values
+
+
+def clean_answers(answers: Iterable[str]) -> tuple[str, ...]:
+    """Strip answers, drop empty ones and duplicates, keeping the gold answer first."""
+    stripped = (answer.strip() for answer in answers)
+    return tuple(dict.fromkeys(answer for answer in stripped if answer))
+
+
+def select_questions(
+    records: list[QuestionRecord], cfg: Mapping[str, Any], path: Path
+) -> list[QuestionRecord]:
+    """Apply ``corpus.questions`` and then ``corpus.limit``, keeping file order.
+
+    Unknown ids are reported all at once, since a typo in one id would
+    otherwise silently shrink an evaluation.
+    """
+    if not records:
+        raise KgragError(f"empty corpus: {path} holds no questions")
+    first_line: dict[str, int] = {}
+    for record in records:
+        if record.question_id in first_line:
+            raise KgragError(
+                f"{path}:{record.line}: duplicate question id {record.question_id!r} "
+                f"(first on line {first_line[record.question_id]})"
+            )
+        first_line[record.question_id] = record.line
+    wanted = cfg.get("questions")
+    if wanted is not None:
+        unknown = [question_id for question_id in wanted if question_id not in first_line]
+        if unknown:
+            raise KgragError(
+                f"corpus.questions lists ids that are not in {path}: {', '.join(unknown)}"
+            )
+        keep = set(wanted)
+        records = [record for record in records if record.question_id in keep]
+    limit = cfg.get("limit")
+    if limit is not None:
+        records = records[:limit]
+    if not records:
+        raise KgragError(f"corpus.limit / corpus.questions select no questions from {path}")
+    return records
+
+
+def question_corpus(records: list[QuestionRecord]) -> Corpus:
+    """Build a corpus from selected questions: their paragraphs, deduplicated by (title, text)."""
+    documents: dict[tuple[str, str], str] = {}
+    rows: dict[str, list[Any]] = {column: [] for column in QUESTION_SCHEMA}
+    for record in records:
+        for pair in record.paragraphs:
+            if pair not in documents:
+                documents[pair] = make_doc_id(*pair)
+        supporting = dict.fromkeys(make_doc_id(*pair) for pair in record.supporting)
+        rows["question_id"].append(record.question_id)
+        rows["question"].append(record.question)
+        rows["answers"].append(list(record.answers))
+        rows["supporting_doc_ids"].append(list(supporting))
+    return Corpus(
+        documents=_documents_frame(documents),
+        questions=pl.DataFrame(rows, schema=QUESTION_SCHEMA),
+    )
+
+
+def plain_corpus(pairs: Iterable[tuple[str, str]], cfg: Mapping[str, Any], dataset: str) -> Corpus:
+    """Build a question-less corpus from (title, text) pairs.
+
+    Blank texts are skipped and duplicates dropped; ``limit`` counts the
+    distinct documents kept, and stops reading once it is reached.
+    """
+    if cfg.get("questions") is not None:
+        raise KgragError(
+            f"dataset {dataset!r} has no questions; remove corpus.questions "
+            "(it selects questions of benchmark datasets)"
+        )
+    limit = cfg.get("limit")
+    documents: dict[tuple[str, str], str] = {}
+    for title, text in pairs:
+        if text.strip() and (title, text) not in documents:
+            documents[(title, text)] = make_doc_id(title, text)
+            if limit is not None and len(documents) >= limit:
+                break
+    return Corpus(documents=_documents_frame(documents), questions=empty_questions())
+
+
+def _documents_frame(documents: dict[tuple[str, str], str]) -> pl.DataFrame:
+    """Turn an insertion-ordered {(title, text): doc_id} map into the documents frame."""
+    return pl.DataFrame(
+        {
+            "doc_id": list(documents.values()),
+            "title": [title for title, _ in documents],
+            "text": [text for _, text in documents],
+        },
+        schema=DOCUMENT_SCHEMA,
+    )
+
+
+# --- importers -------------------------------------------------------------------------------
+
+
+@importer("musique")
+def import_musique(path: Path, cfg: Mapping[str, Any]) -> Corpus:
+    """MuSiQue: each line brings its 20 paragraphs; ``is_supporting`` marks the gold ones."""
+    records = []
+    for lineno, record in read_jsonl(path):
+        where = f"{path}:{lineno}"
+        paragraphs = []
+        supporting = []
+        for paragraph in get_field(record, "paragraphs", list, where):
+            if not isinstance(paragraph, dict):
+                raise KgragError(f"{where}: each entry of 'paragraphs' must be an object")
+            pair = (
+                get_field(paragraph, "title", str, where),
+                get_field(paragraph, "paragraph_text", str, where),
+            )
+            paragraphs.append(pair)
+            if get_field(paragraph, "is_supporting", bool, where):
+                supporting.append(pair)
+        aliases = get_strings(record, "answer_aliases", where) if "answer_aliases" in record else []
+        records.append(
+            QuestionRecord(
+                line=lineno,
+                question_id=get_field(record, "id", str, where),
+                question=get_field(record, "question", str, where),
+                answers=clean_answers([get_field(record, "answer", str, where), *aliases]),
+                paragraphs=tuple(paragraphs),
+                supporting=tuple(supporting),
+            )
+        )
+    return question_corpus(select_questions(records, cfg, path))
+
+
+@importer("hotpotqa")
+def import_hotpotqa(path: Path, cfg: Mapping[str, Any]) -> Corpus:
+    """HotpotQA (distractor setting): ``context`` paragraphs, gold titles in ``supporting_facts``."""
+    records = [_context_question(lineno, record, path) for lineno, record in read_jsonl(path)]
+    return question_corpus(select_questions(records, cfg, path))
+
+
+@importer("2wiki")
+def import_2wiki(path: Path, cfg: Mapping[str, Any]) -> Corpus:
+    """2WikiMultihopQA: same shape as HotpotQA.
+
+    Lines without a ``context`` are skipped: some public copies (including
+    the shared sample, 36 of 200 lines) replace it with generated
+    explanations, and such a question has no paragraphs to retrieve.
+    """
+    records = [
+        _context_question(lineno, record, path)
+        for lineno, record in read_jsonl(path)
+        if "context" in record
+    ]
+    return question_corpus(select_questions(records, cfg, path))
+
+
+def _context_question(lineno: int, record: Mapping[str, Any], path: Path) -> QuestionRecord:
+    """Parse one HotpotQA / 2Wiki line: [title, [sentences]] paragraphs, supporting by title."""
+    where = f"{path}:{lineno}"
+    gold_titles = set()
+    for fact in get_field(record, "supporting_facts", list, where):
+        if not (isinstance(fact, list) and fact and isinstance(fact[0], str)):
+            raise KgragError(f"{where}: 'supporting_facts' entries must be [title, sentence_index]")
+        gold_titles.add(fact[0])
+    paragraphs = []
+    for entry in get_field(record, "context", list, where):
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and isinstance(entry[0], str)
+            and isinstance(entry[1], list)
+            and all(isinstance(sentence, str) for sentence in entry[1])
+        ):
+            raise KgragError(f"{where}: 'context' entries must be [title, [sentences]]")
+        paragraphs.append((entry[0], _join_sentences(entry[1])))
+    return QuestionRecord(
+        line=lineno,
+        question_id=get_field(record, "_id", str, where),
+        question=get_field(record, "question", str, where),
+        answers=clean_answers([get_field(record, "answer", str, where)]),
+        paragraphs=tuple(paragraphs),
+        supporting=tuple(pair for pair in paragraphs if pair[0] in gold_titles),
+    )
+
+
+def _join_sentences(sentences: list[str]) -> str:
+    """Join sentences with single spaces whatever spacing they carry.
+
+    HotpotQA sentences keep their own leading spaces and both datasets have
+    stray double spaces; collapsing all whitespace gives one clean paragraph.
+    """
+    return " ".join(" ".join(sentences).split())
+
+
+@importer("jsonl")
+def import_jsonl(path: Path, cfg: Mapping[str, Any]) -> Corpus:
+    """One document per line; ``corpus.fields`` names the id, title and text fields.
+
+    The title falls back to the id when the title field is missing or empty
+    (many corpora carry only ``id`` and ``text``), so every document keeps a
+    human-readable label.
+    """
+    fields = {"id": "id", "title": "title", "text": "text", **cfg.get("fields", {})}
+
+    def pairs() -> Iterator[tuple[str, str]]:
+        for lineno, record in read_jsonl(path):
+            where = f"{path}:{lineno}"
+            text = get_field(record, fields["text"], str, where)
+            title = record.get(fields["title"])
+            if not (isinstance(title, str) and title.strip()):
+                doc_key = record.get(fields["id"])
+                if not isinstance(doc_key, (str, int)) or isinstance(doc_key, bool):
+                    raise KgragError(
+                        f"{where}: needs a string field {fields['title']!r} or an id field "
+                        f"{fields['id']!r}; set corpus.fields to the names your file uses"
+                    )
+                title = str(doc_key)
+            yield title, text
+
+    return plain_corpus(pairs(), cfg, "jsonl")
+
+
+@importer("text")
+def import_text(path: Path, cfg: Mapping[str, Any]) -> Corpus:
+    """A folder of ``.txt`` / ``.md`` files, recursively, in relative-path order.
+
+    The title is the path relative to the folder (unique, and meaningful in
+    citations). Hidden files and folders are skipped, and so are empty files.
+    """
+    if not path.is_dir():
+        raise KgragError(f"dataset 'text' expects a folder of .txt / .md files, not {path}")
+    files = sorted(
+        (
+            file.relative_to(path)
+            for file in path.rglob("*")
+            if file.suffix.lower() in TEXT_SUFFIXES and file.is_file()
+        ),
+        key=lambda relative: relative.as_posix(),
+    )
+    visible = (relative for relative in files if not _HIDDEN.search(relative.as_posix()))
+    return plain_corpus(
+        ((relative.as_posix(), _read_text(path / relative)) for relative in visible),
+        cfg,
+        "text",
+    )
+
+
+def _read_text(file: Path) -> str:
+    """Read a UTF-8 text file without its surrounding whitespace."""
+    try:
+        return file.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise KgragError(f"{file} is not UTF-8 text ({exc.reason}); convert or remove it") from None

@@ -1,0 +1,66 @@
+"""Answer and retrieval metrics.
+
+EM / F1 follow the SQuAD evaluation script's normalisation (lower case, no
+punctuation, no articles, single spaces), take the maximum over the gold
+answer and its aliases, and, as in HotpotQA's and KET-RAG's scripts, give F1 0
+when a yes / no / no-answer prediction and gold disagree.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+_SPECIAL = {"yes", "no", "noanswer"}
+
+
+def normalize_answer(text: str) -> str:
+    text = text.lower().translate(_PUNCT)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction: str, golds: Sequence[str]) -> float:
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(g) for g in golds))
+
+
+def _f1(prediction: str, gold: str) -> float:
+    pred, ref = normalize_answer(prediction), normalize_answer(gold)
+    if (pred in _SPECIAL or ref in _SPECIAL) and pred != ref:
+        return 0.0
+    pred_tokens, ref_tokens = pred.split(), ref.split()
+    common = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred_tokens), common / len(ref_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1_score(prediction: str, golds: Sequence[str]) -> float:
+    return max((_f1(prediction, g) for g in golds), default=0.0)
+
+
+def covers(context: str, golds: Sequence[str]) -> float:
+    """1.0 when a normalised gold answer or alias occurs in the normalised context
+    as a whole-word sequence (so "1" does not match inside "1914")."""
+    haystack = f" {normalize_answer(context)} "
+    return float(any(n and f" {n} " in haystack for n in map(normalize_answer, golds)))
+
+
+def recall_at_k(ranked_doc_ids: Sequence[str], supporting: Sequence[str], k: int) -> float | None:
+    """Fraction of supporting documents among the first ``k`` distinct retrieved documents;
+    None for a question with no supporting documents (left out of the mean)."""
+    if not supporting:
+        return None
+    top = list(dict.fromkeys(ranked_doc_ids))[:k]
+    return len(set(top) & set(supporting)) / len(set(supporting))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else float("nan")

@@ -1,0 +1,60 @@
+"""Local models behind small interfaces, each wrapped by the shared disk cache."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from kgrag.corpus.tokenizer import Tokenizer
+from kgrag.models.cache import CallCache
+from kgrag.models.embed import CachedEmbedder, EmbedderSettings
+from kgrag.models.llm import CachedLLM, LLMSettings
+from kgrag.models.registry import ResolvedModel, resolve_embedder, resolve_llm
+from kgrag.models.usage import Usage
+
+
+class Models:
+    """The models of one spec, resolved eagerly (so a bad name fails before any work)
+    and loaded lazily (so a fully cached run never loads a model)."""
+
+    def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path) -> None:
+        self.config = config
+        self.cache = cache
+        self.llm_model: ResolvedModel = resolve_llm(config["llm"]["model"], base_dir)
+        self.embedder_model: ResolvedModel = resolve_embedder(config["embedder"]["model"],
+                                                              base_dir)
+
+    @cached_property
+    def llm(self) -> CachedLLM:
+        c, m = self.config["llm"], self.llm_model
+        settings = LLMSettings(
+            name=m.name if m.bundled else m.path.name, path=m.path, sha256=m.sha256,
+            n_ctx=c["n_ctx"], temperature=c["temperature"], top_p=c["top_p"], seed=c["seed"],
+            n_threads=c["n_threads"], n_gpu_layers=c["n_gpu_layers"], max_retries=c["max_retries"],
+        )
+        return CachedLLM(settings, self.cache)
+
+    @cached_property
+    def embedder(self) -> CachedEmbedder:
+        m = self.embedder_model
+        settings = EmbedderSettings(name=m.name if m.bundled else m.path.name, path=m.path,
+                                    sha256=m.sha256,
+                                    batch_size=self.config["embedder"]["batch_size"])
+        return CachedEmbedder(settings, self.cache)
+
+    @cached_property
+    def tokenizer(self) -> Tokenizer:
+        """The embedder's tokenizer: kgrag's one definition of a "token" for sizes and budgets."""
+        return Tokenizer.from_dir(self.embedder_model.path)
+
+    def usage_snapshot(self) -> tuple[Usage, Usage]:
+        llm = self.__dict__.get("llm")
+        embedder = self.__dict__.get("embedder")
+        return (llm.usage.snapshot() if llm else Usage(),
+                embedder.usage.snapshot() if embedder else Usage())
+
+    def describe(self) -> dict[str, Any]:
+        return {m.kind: {"name": m.name, "path": str(m.path), "sha256": m.sha256}
+                for m in (self.llm_model, self.embedder_model)}

@@ -1,0 +1,130 @@
+"""One disk cache for every model call.
+
+Why a cache layer at all: local LLM calls are the slow part of every
+pipeline, and experiments repeat the same calls constantly (a query parameter
+changes, a second spec runs over the same corpus). The cache makes every call
+reproducible and free the second time.
+
+What goes into a key: everything that changes the output (model file sha256,
+messages, sampling parameters, seed, grammar / JSON schema, max tokens) and a
+format version, and nothing that does not (paths, thread counts, GPU layers).
+Callers build the ``request`` dict accordingly; this module only hashes it.
+
+Entries are JSON with their own checksum, so a truncated or tampered entry is
+detected, reported once and treated as a miss (then overwritten).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import diskcache
+
+from kgrag.errors import KgragError
+
+CACHE_FORMAT = 1
+log = logging.getLogger(__name__)
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON: sorted keys, no whitespace, no NaN."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def request_key(namespace: str, request: dict[str, Any]) -> str:
+    """The cache key of one model request: sha256 over the canonical request."""
+    body = canonical_json({"format": CACHE_FORMAT, "ns": namespace, "request": request})
+    return f"{namespace}:{hashlib.sha256(body.encode()).hexdigest()}"
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Counts per model, kept inside the cache so they persist across runs."""
+
+    entries: int
+    size_bytes: int
+    by_model: dict[str, dict[str, int]]
+
+
+class CallCache:
+    """A diskcache-backed store of model outputs with integrity checks."""
+
+    def __init__(self, directory: Path) -> None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._cache = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none")
+        except OSError as exc:
+            raise KgragError(f"cannot open the model-call cache at {directory}: {exc}") from exc
+        self.directory = directory
+
+    def get(self, key: str, model: str) -> dict[str, Any] | None:
+        """The stored payload for ``key``, or None on a miss or a corrupt entry."""
+        raw = self._cache.get(key)
+        payload = None if raw is None else self._decode(key, raw)
+        self._count(model, "hits" if payload is not None else "misses")
+        return payload
+
+    def set(self, key: str, payload: dict[str, Any]) -> None:
+        """Store ``payload`` under ``key`` with a checksum."""
+        body = canonical_json(payload)
+        digest = hashlib.sha256(body.encode()).hexdigest()
+        self._cache.set(key, f"{digest}\n{body}".encode())
+
+    def get_many(self, keys: list[str], model: str) -> list[dict[str, Any] | None]:
+        """Batch lookup (one transaction) for embedding-sized workloads."""
+        with self._cache.transact():
+            raws = [self._cache.get(k) for k in keys]
+        payloads = [None if r is None else self._decode(k, r) for k, r in zip(keys, raws)]
+        hits = sum(p is not None for p in payloads)
+        self._count(model, "hits", hits)
+        self._count(model, "misses", len(keys) - hits)
+        return payloads
+
+    def set_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        """Batch store in one transaction."""
+        with self._cache.transact():
+            for key, payload in items:
+                self.set(key, payload)
+
+    def _decode(self, key: str, raw: Any) -> dict[str, Any] | None:
+        try:
+            digest, body = bytes(raw).decode().split("\n", 1)
+            if hashlib.sha256(body.encode()).hexdigest() != digest:
+                raise ValueError("checksum mismatch")
+            payload = json.loads(body)
+            if not isinstance(payload, dict):
+                raise TypeError("not an object")
+            return payload
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+            log.warning("corrupt cache entry %s (%s) in %s: treated as a miss and replaced",
+                        key, exc, self.directory)
+            self._cache.delete(key)
+            return None
+
+    def _count(self, model: str, what: str, n: int = 1) -> None:
+        if n:
+            self._cache.incr(f"stats:{model}:{what}", n, default=0)
+
+    def stats(self) -> CacheStats:
+        """Entry count (model outputs only), size on disk and hits/misses by model."""
+        by_model: dict[str, dict[str, int]] = {}
+        entries = 0
+        for key in self._cache.iterkeys():
+            if key.startswith("stats:"):
+                model, what = key[len("stats:"):].rsplit(":", 1)
+                by_model.setdefault(model, {"hits": 0, "misses": 0})[what] = int(self._cache[key])
+            else:
+                entries += 1
+        return CacheStats(entries=entries, size_bytes=int(self._cache.volume()), by_model=by_model)
+
+    def clear(self) -> int:
+        """Remove every entry and counter; returns how many there were."""
+        return int(self._cache.clear())
+
+    def close(self) -> None:
+        self._cache.close()

@@ -1,0 +1,77 @@
+"""Artefact folders, written atomically.
+
+Each step writes into a temporary folder beside its final place and renames
+it into ``<run>/<step>-<fingerprint12>/`` only once complete. An interrupted
+run therefore leaves only finished artefacts (plus stale temp folders, which
+the next run deletes), and resuming is just "reuse what exists".
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from kgrag.errors import KgragError
+
+TEMP_PREFIX = ".tmp-"
+
+
+def artefact_dir(run_dir: Path, step_name: str, fingerprint: str) -> Path:
+    return run_dir / f"{step_name}-{fingerprint[:12]}"
+
+
+@contextmanager
+def atomic_dir(final: Path) -> Iterator[Path]:
+    """Yield a temp folder that becomes ``final`` only if the block completes."""
+    tmp = final.parent / f"{TEMP_PREFIX}{final.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if final.exists():  # --force: the old artefact is replaced only by a complete new one
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def remove_stale_temps(run_dir: Path) -> None:
+    """Delete temp folders left by an interrupted run (their work was incomplete)."""
+    for tmp in run_dir.glob(f"{TEMP_PREFIX}*"):
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on a run folder; a second run fails fast with a clear message."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handle: IO[str] = open(run_dir / ".lock", "a+")  # noqa: SIM115 (held across the yield)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise KgragError(
+            f"{run_dir} is locked by another kgrag run; wait for it to finish "
+            "(or stop it) and try again"
+        ) from None
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()

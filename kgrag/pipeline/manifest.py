@@ -1,0 +1,57 @@
+"""``outputs/<name>/manifest.json``: what ran, what it cost, with which models and libraries."""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from kgrag.pipeline.artefacts import write_json_atomic
+
+LIBRARIES = ("kgrag", "llama_cpp_python", "sentence-transformers", "transformers", "torch",
+             "lancedb", "polars", "diskcache", "jsonschema", "pyyaml")
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+@dataclass
+class Manifest:
+    path: Path
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, run_dir: Path, spec: Any, models: Any) -> Manifest:
+        data = {
+            "spec": str(spec.path), "spec_sha256": spec.sha256, "status": "running",
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "models": models.describe(), "libraries": library_versions(), "steps": [],
+        }
+        manifest = cls(run_dir / "manifest.json", data)
+        manifest.write()
+        return manifest
+
+    def record(self, step: dict[str, Any]) -> None:
+        self.data["steps"].append(step)
+
+    def finish(self) -> None:
+        self.data["status"] = "complete"
+        self.data["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.write()
+
+    def write(self) -> None:
+        write_json_atomic(self.path, self.data)
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        return self.data["steps"]

@@ -1,0 +1,143 @@
+"""Execute a plan: reuse every artefact whose fingerprint exists, run the rest.
+
+Per step the runner measures wall time, peak RSS and model usage (as the
+difference of the model layers' counters), and rewrites the manifest after
+each step so even an interrupted run documents what it completed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+import psutil
+from tqdm import tqdm
+
+from kgrag.errors import KgragError
+from kgrag.pipeline.artefacts import artefact_dir, atomic_dir, remove_stale_temps, run_lock
+from kgrag.pipeline.manifest import Manifest
+from kgrag.pipeline.plan import Plan, Step
+from kgrag.pipeline.registry import KINDS
+
+
+@dataclass
+class StepContext:
+    """Everything a step body may touch: its config, inputs, models and output folder."""
+
+    step: Step
+    spec: Any
+    models: Any
+    out_dir: Path
+    inputs: dict[str, Path]
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.step.config
+
+    def input(self, role: str) -> Path:
+        """The artefact folder of the upstream step playing ``role`` (e.g. "chunks")."""
+        return self.inputs[role]
+
+    def progress(self, iterable: Iterable, total: int | None = None, desc: str = "") -> tqdm:
+        """A progress bar with counts and ETA (hidden when stderr is not a terminal)."""
+        return tqdm(iterable, total=total, desc=desc or self.step.name, unit="it", disable=None,
+                    leave=False, dynamic_ncols=True)
+
+
+class PeakRSS:
+    """Samples this process's resident memory in a thread while a step runs."""
+
+    def __init__(self, interval_s: float = 0.05) -> None:
+        self.interval_s = interval_s
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._proc = psutil.Process()
+
+    def _sample(self) -> None:
+        while True:
+            self.peak = max(self.peak, self._proc.memory_info().rss)
+            if self._stop.wait(self.interval_s):
+                return
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._proc.memory_info().rss)
+
+
+def forced_steps(plan: Plan, force: Iterable[str]) -> set[str]:
+    """Steps to rerun for ``--force``: each named step (by name or kind) and all downstream."""
+    names = {s.name for s in plan.steps}
+    chosen = set()
+    for f in force:
+        match = {s.name for s in plan.steps if f in (s.name, s.kind)}
+        if not match:
+            raise KgragError(f"--force {f}: no such step; steps are: {', '.join(sorted(names))}")
+        chosen |= match
+    for s in plan.steps:  # plan order is topological, so one pass reaches all descendants
+        if chosen.intersection(s.inputs.values()):
+            chosen.add(s.name)
+    return chosen
+
+
+def run_plan(plan: Plan, *, spec: Any, models: Any, run_dir: Path, steps: list[Step] | None = None,
+             force: Iterable[str] = (), echo: Callable[[str], None] = print) -> Manifest:
+    """Run ``steps`` (default: the whole plan) under the run folder's lock."""
+    todo = plan.steps if steps is None else steps
+    rerun = forced_steps(plan, force)
+    with run_lock(run_dir):
+        remove_stale_temps(run_dir)
+        manifest = Manifest.start(run_dir, spec, models)
+        for step in todo:
+            manifest.record(_run_step(step, plan, spec, models, run_dir, step.name in rerun, echo))
+            manifest.write()
+        manifest.finish()
+    return manifest
+
+
+def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, force: bool,
+              echo: Callable[[str], None]) -> dict[str, Any]:
+    kind = KINDS[step.kind]
+    final = artefact_dir(run_dir, step.name, step.fingerprint)
+    by_name = plan.by_name()
+    inputs = {role: artefact_dir(run_dir, dep, by_name[dep].fingerprint)
+              for role, dep in step.inputs.items()}
+    record: dict[str, Any] = {"name": step.name, "kind": step.kind,
+                              "fingerprint": step.fingerprint, "artefact": final.name}
+    if final.exists() and not force:
+        echo(f"  {step.name:<24} reused")
+        record.update(status="reused", wall_s=0.0, peak_rss_mb=0.0,
+                      llm=_zero_usage(), embed={"calls": 0, "cache_hits": 0})
+        return record
+    llm_before, embed_before = models.usage_snapshot()
+    started = time.perf_counter()
+    with PeakRSS() as rss, atomic_dir(final) as tmp:
+        ctx = StepContext(step, spec, models, tmp, inputs)
+        kind.run(ctx)
+    wall = time.perf_counter() - started
+    llm_after, embed_after = models.usage_snapshot()
+    llm = llm_after.since(llm_before).as_dict()
+    embed = embed_after.since(embed_before).as_dict()
+    for name in kind.publish:
+        shutil.copyfile(final / name, run_dir / name)
+    echo(f"  {step.name:<24} ran in {wall:.1f}s  (llm calls {llm['calls']}, "
+         f"cache hits {llm['cache_hits']}; embeddings {embed['calls']}, hits {embed['cache_hits']})")
+    record.update(status="ran", wall_s=round(wall, 3), peak_rss_mb=round(rss.peak / 2**20, 1),
+                  llm=llm, embed={"calls": embed["calls"], "cache_hits": embed["cache_hits"]},
+                  **({"notes": ctx.notes} if ctx.notes else {}))
+    return record
+
+
+def _zero_usage() -> dict[str, int]:
+    return {"calls": 0, "cache_hits": 0, "tokens_in": 0, "tokens_out": 0}

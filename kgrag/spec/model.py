@@ -1,0 +1,138 @@
+"""The typed, immutable pipeline configuration.
+
+A ``Spec`` is built once from a validated file and then passed everywhere, so
+it is frozen all the way down: a stage cannot change the configuration another
+stage (or a cache key) relies on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from kgrag.errors import KgragError
+
+
+def freeze(obj: Any) -> Any:
+    """Return a deeply read-only copy: dicts become mapping proxies, lists tuples."""
+    if isinstance(obj, Mapping):
+        return MappingProxyType({key: freeze(value) for key, value in obj.items()})
+    if isinstance(obj, (list, tuple)):
+        return tuple(freeze(item) for item in obj)
+    return obj
+
+
+def thaw(obj: Any) -> Any:
+    """Return plain dicts and lists again, e.g. to dump a config to JSON for hashing."""
+    if isinstance(obj, Mapping):
+        return {key: thaw(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [thaw(item) for item in obj]
+    return obj
+
+
+def find_root(folder: Path) -> Path:
+    """Return the nearest folder at or above ``folder`` holding pyproject.toml or .git.
+
+    Outputs are placed relative to this root, so that runs land in the project
+    no matter where the spec sits; without a marker the folder itself is used.
+    """
+    for candidate in (folder, *folder.parents):
+        if (candidate / "pyproject.toml").is_file() or (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated pipeline spec with every default filled in."""
+
+    path: Path
+    """Absolute path of the spec file."""
+    root: Path
+    """Project root (see ``find_root``)."""
+    sha256: str
+    """SHA-256 of the spec file bytes, to tie artefacts to the spec that made them."""
+    data: Mapping[str, Any] = field(hash=False)
+    """The validated configuration; read-only mappings and tuples all the way down."""
+
+    @property
+    def name(self) -> str:
+        """The run name."""
+        return self.data["name"]
+
+    @property
+    def corpus(self) -> Mapping[str, Any]:
+        """Where documents and questions come from."""
+        return self.data["corpus"]
+
+    @property
+    def models(self) -> Mapping[str, Any]:
+        """The LLM and embedder settings."""
+        return self.data["models"]
+
+    @property
+    def chunking(self) -> Mapping[str, Any]:
+        """Chunk size and overlap."""
+        return self.data["chunking"]
+
+    @property
+    def query(self) -> tuple[Mapping[str, Any], ...]:
+        """The query strategies, in spec order."""
+        return self.data["query"]
+
+    @property
+    def answer(self) -> Mapping[str, Any]:
+        """Answer generation settings."""
+        return self.data["answer"]
+
+    @property
+    def evaluate(self) -> Mapping[str, Any]:
+        """Metric settings."""
+        return self.data["evaluate"]
+
+    def resolve(self, relative: str | Path) -> Path:
+        """Resolve a path from the spec against the spec file's folder.
+
+        Specs name their data relative to themselves so a project can be moved
+        or checked out anywhere; absolute paths and ``~`` are honoured.
+        """
+        return (self.path.parent / Path(relative).expanduser()).resolve()
+
+    @property
+    def output_dir(self) -> Path:
+        """``<root>/<outputs>/<name>``; refuses a location outside the project.
+
+        Runs write and replace files there, so a typo like ``../../`` must not
+        let them land in (or overwrite) somebody else's folder.
+        """
+        root = self.root.resolve()
+        target = (root / self.data["outputs"] / self.name).resolve()
+        if not target.is_relative_to(root):
+            raise KgragError(
+                f"{self.path}: outputs path escapes the project: "
+                f"{self.data['outputs']!r} leads to {target}, which is outside {root}"
+            )
+        return target
+
+    @property
+    def cache_dir(self) -> Path:
+        """The model-call cache folder.
+
+        Shared across specs by default (``$KGRAG_CACHE_DIR`` or ``~/.cache/kgrag``)
+        so that a second spec reuses the calls the first one paid for.
+        """
+        configured = self.data["cache"]["dir"]
+        return self.resolve(configured) if configured else default_cache_dir()
+
+
+def default_cache_dir() -> Path:
+    """``$KGRAG_CACHE_DIR``, else ``~/.cache/kgrag``: the cache every spec shares by default."""
+    from_env = os.environ.get("KGRAG_CACHE_DIR")
+    if from_env:
+        return Path(from_env).expanduser().resolve()
+    return (Path.home() / ".cache" / "kgrag").resolve()

@@ -1,0 +1,91 @@
+"""The pipeline JSON Schema, its validator, and default filling.
+
+The schema file is the single source of truth for what a spec may contain and
+what the defaults are, so the code reads defaults from it instead of repeating
+them; ``fill_defaults`` is what turns a short user spec into the complete
+configuration every later stage (and every cache key) sees.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator, validators
+
+SCHEMA_PATH: Path = Path(__file__).with_name("pipeline.schema.json")
+"""The schema file shipped inside the package (``schemas/`` links to it)."""
+
+SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+"""The parsed schema. Treat it as read-only: it is shared by every caller."""
+
+Draft202012Validator.check_schema(SCHEMA)
+
+
+def _is_strict_integer(_checker: object, instance: object) -> bool:
+    """Accept only real ints: JSON Schema counts ``8.0`` as an integer, but a
+    float reaching ``range()`` or llama.cpp would fail far from the spec, and
+    YAML's ``true`` is a bool, not a number."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+SpecValidator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer),
+)
+"""Draft 2020-12 validation, except that ``integer`` means a Python int."""
+
+VALIDATOR = SpecValidator(SCHEMA)
+"""The validator for whole spec documents."""
+
+
+def _resolve_ref(subschema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """Follow local ``$ref``s (``#/...``) so callers see the keywords that apply.
+
+    Keywords written next to a ``$ref`` win over the referenced ones, as they
+    would when both apply to the same value.
+    """
+    seen: set[str] = set()
+    while "$ref" in subschema:
+        ref = subschema["$ref"]
+        if not ref.startswith("#/") or ref in seen:
+            raise ValueError(f"cannot resolve schema reference {ref!r}")
+        seen.add(ref)
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target[part.replace("~1", "/").replace("~0", "~")]
+        siblings = {key: value for key, value in subschema.items() if key != "$ref"}
+        subschema = {**target, **siblings}
+    return subschema
+
+
+def fill_defaults(instance: Any, schema: dict[str, Any]) -> Any:
+    """Return a copy of ``instance`` with every missing defaulted property filled.
+
+    Defaults are filled recursively, including inside defaults that are
+    themselves objects or arrays, so a missing ``models`` becomes the full
+    ``{"llm": {...}, "embedder": {...}}``. ``schema`` is the root schema that
+    local ``$ref``s point into. The input is never mutated.
+    """
+    return _fill(instance, schema, schema)
+
+
+def _fill(value: Any, subschema: dict[str, Any], root: dict[str, Any]) -> Any:
+    """Fill defaults in ``value`` as described by ``subschema``."""
+    subschema = _resolve_ref(subschema, root)
+    if isinstance(value, dict):
+        properties = subschema.get("properties", {})
+        filled = {key: _fill(item, properties.get(key, {}), root) for key, item in value.items()}
+        for key, property_schema in properties.items():
+            if key in filled:
+                continue
+            resolved = _resolve_ref(property_schema, root)
+            if "default" in resolved:
+                filled[key] = _fill(copy.deepcopy(resolved["default"]), resolved, root)
+        return filled
+    items = subschema.get("items")
+    if isinstance(value, list) and isinstance(items, dict):
+        return [_fill(item, items, root) for item in value]
+    return copy.deepcopy(value)

@@ -1,0 +1,6 @@
+"""Step kinds, registered on import. Each module adapts one library function to the
+runner's uniform ``run(ctx)`` signature; the methods themselves live elsewhere."""
+
+from kgrag.steps import answer, chunks, corpus, dense, evaluate, retrieve
+
+__all__ = ["answer", "chunks", "corpus", "dense", "evaluate", "retrieve"]

@@ -1,0 +1,31 @@
+"""Step ``chunk``: documents → chunks.parquet, each chunk also rendered as a retrieval unit.
+
+A unit's context text is ``# <title>`` followed by the chunk text; it is what
+gets embedded, what fills the budget and what the LLM reads, so its token
+count (``context_tokens``) is the one every budget is charged with.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from kgrag.corpus import chunk_documents
+from kgrag.pipeline.registry import step_kind
+from kgrag.pipeline.runner import StepContext
+from kgrag.retrieval.units import CHUNKS_FILE
+from kgrag.steps.corpus import DOCUMENTS
+
+
+@step_kind("chunk", "1")
+def chunk(ctx: StepContext) -> None:
+    documents = pl.read_parquet(ctx.input("corpus") / DOCUMENTS)
+    tokenizer = ctx.models.tokenizer
+    chunks = chunk_documents(documents, tokenizer, ctx.config["size"], ctx.config["overlap"])
+    chunks = chunks.join(documents.select("doc_id", "title"), on="doc_id", how="left")
+    chunks = chunks.with_columns(
+        context=pl.format("# {}\n{}", pl.col("title"), pl.col("text")))
+    chunks = chunks.with_columns(
+        context_tokens=pl.Series(tokenizer.count_many(chunks["context"].to_list()),
+                                 dtype=pl.Int64))
+    chunks.write_parquet(ctx.out_dir / CHUNKS_FILE)
+    ctx.notes.update(chunks=chunks.height, tokens=int(chunks["context_tokens"].sum()))

@@ -1,0 +1,1 @@
+"""Storage: parquet tables through polars, vectors in embedded LanceDB."""

@@ -1,0 +1,69 @@
+"""Shared fixtures: an isolated project folder and model-call cache per test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgrag.models.cache import CallCache
+from kgrag.models.llm import Completion
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own default cache folder, never the user's."""
+    folder = tmp_path / "kgrag-cache"
+    monkeypatch.setenv("KGRAG_CACHE_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> CallCache:
+    c = CallCache(tmp_path / "calls")
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project root (it holds pyproject.toml) with a specs/ folder and a small corpus."""
+    root = tmp_path / "proj"
+    (root / "specs").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    lines = (SHARED_DATA / "musique_200.jsonl").read_text().splitlines()[:3]
+    (root / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def write_spec(project: Path, name: str = "tiny", **sections) -> Path:
+    """Write a spec (JSON is valid YAML) into the project's specs/ folder."""
+    spec = {"name": name, "corpus": {"dataset": "musique", "path": "../corpus.jsonl"}}
+    spec.update(sections)
+    path = project / "specs" / f"{name}.yaml"
+    path.write_text(json.dumps(spec, indent=2))
+    return path
+
+
+class ScriptedBackend:
+    """An LLM backend answering from a script, counting how often it was really called."""
+
+    def __init__(self, *texts: str) -> None:
+        self.texts = list(texts)
+        self.requests: list[dict] = []
+
+    def generate(self, request: dict) -> Completion:
+        self.requests.append(request)
+        text = self.texts[min(len(self.requests), len(self.texts)) - 1]
+        return Completion(text, tokens_in=10, tokens_out=len(text.split()), cached=False)
+
+
+class RefusingBackend:
+    """A backend that must not be reached: every answer has to come from the cache."""
+
+    def generate(self, request: dict) -> Completion:
+        raise AssertionError("the model was called although the cache should have answered")

@@ -1,0 +1,277 @@
+"""Importers read the real shared benchmark files and plain corpora correctly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from kgrag.corpus import Corpus, load_corpus
+from kgrag.corpus.corpus import DOCUMENT_SCHEMA, QUESTION_SCHEMA
+from kgrag.errors import KgragError
+
+
+def load(base_dir: Path, dataset: str, path: str | Path, **options: Any) -> Corpus:
+    """Call load_corpus with a corpus section as the validated spec would give it."""
+    cfg = {"dataset": dataset, "path": str(path), "limit": None, "questions": None, "fields": {}}
+    return load_corpus({**cfg, **options}, base_dir)
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def expected_id(title: str, text: str) -> str:
+    return "d" + hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:12]
+
+
+def titles_by_id(corpus: Corpus) -> dict[str, str]:
+    return dict(zip(corpus.documents["doc_id"], corpus.documents["title"]))
+
+
+# --- MuSiQue -------------------------------------------------------------------------------
+
+
+def test_musique_limit_keeps_documents_of_first_questions(repo_root: Path, data_dir: Path):
+    raw = read_lines(data_dir / "musique_200.jsonl")[:30]
+    corpus = load(repo_root, "musique", "../shared/data/musique_200.jsonl", limit=30)
+
+    pairs = [(p["title"], p["paragraph_text"]) for row in raw for p in row["paragraphs"]]
+    unique_pairs = list(dict.fromkeys(pairs))
+    assert corpus.documents.height == len(unique_pairs) < len(pairs)
+    assert list(zip(corpus.documents["title"], corpus.documents["text"])) == unique_pairs
+    assert corpus.documents["doc_id"].to_list() == [expected_id(*pair) for pair in unique_pairs]
+    assert corpus.documents.schema == pl.Schema(DOCUMENT_SCHEMA)
+    assert corpus.questions.schema == pl.Schema(QUESTION_SCHEMA)
+    assert corpus.questions["question_id"].to_list() == [row["id"] for row in raw]
+
+
+def test_musique_supporting_and_answers(repo_root: Path, data_dir: Path):
+    raw = read_lines(data_dir / "musique_200.jsonl")
+    corpus = load(repo_root, "musique", data_dir / "musique_200.jsonl")
+    assert corpus.questions.height == 200
+    doc_ids = set(corpus.documents["doc_id"])
+    with_aliases = 0
+    for row, question in zip(raw, corpus.questions.iter_rows(named=True)):
+        gold = [
+            expected_id(p["title"], p["paragraph_text"])
+            for p in row["paragraphs"]
+            if p["is_supporting"]
+        ]
+        assert question["supporting_doc_ids"] == list(dict.fromkeys(gold))
+        assert len(question["supporting_doc_ids"]) >= 2
+        assert set(question["supporting_doc_ids"]) <= doc_ids
+        assert question["question"] == row["question"]
+        assert question["answers"][0] == row["answer"].strip()
+        if row["answer_aliases"]:
+            with_aliases += 1
+            assert set(question["answers"]) == {row["answer"], *row["answer_aliases"]}
+        else:
+            assert question["answers"] == [row["answer"]]
+    assert with_aliases == 61
+
+
+def test_doc_ids_are_stable_across_limits(repo_root: Path, data_dir: Path):
+    small = load(repo_root, "musique", data_dir / "musique_200.jsonl", limit=5)
+    large = load(repo_root, "musique", data_dir / "musique_200.jsonl", limit=80)
+    later = load(
+        repo_root,
+        "musique",
+        data_dir / "musique_200.jsonl",
+        questions=[large.questions["question_id"][40]],
+    )
+
+    def id_map(corpus: Corpus) -> dict[tuple[str, str], str]:
+        frame = corpus.documents
+        return dict(zip(zip(frame["title"], frame["text"]), frame["doc_id"]))
+
+    big = id_map(large)
+    for subset in (small, later):
+        ids = id_map(subset)
+        assert ids.items() <= big.items()
+    assert later.questions["supporting_doc_ids"][0].to_list() == (
+        large.questions["supporting_doc_ids"][40].to_list()
+    )
+
+
+def test_question_selection_keeps_file_order(repo_root: Path, data_dir: Path):
+    raw = read_lines(data_dir / "musique_200.jsonl")
+    wanted = [raw[150]["id"], raw[3]["id"]]
+    corpus = load(repo_root, "musique", data_dir / "musique_200.jsonl", questions=wanted)
+    assert corpus.questions["question_id"].to_list() == [raw[3]["id"], raw[150]["id"]]
+    pairs = {(p["title"], p["paragraph_text"]) for i in (3, 150) for p in raw[i]["paragraphs"]}
+    assert set(zip(corpus.documents["title"], corpus.documents["text"])) == pairs
+
+
+def test_selection_then_limit(repo_root: Path, data_dir: Path):
+    raw = read_lines(data_dir / "musique_200.jsonl")
+    wanted = [raw[i]["id"] for i in (9, 2, 7)]
+    corpus = load(repo_root, "musique", data_dir / "musique_200.jsonl", questions=wanted, limit=2)
+    assert corpus.questions["question_id"].to_list() == [raw[2]["id"], raw[7]["id"]]
+
+
+def test_unknown_question_ids_are_listed(repo_root: Path, data_dir: Path):
+    raw = read_lines(data_dir / "musique_200.jsonl")
+    with pytest.raises(KgragError, match="not-a-question, also-missing"):
+        load(
+            repo_root,
+            "musique",
+            data_dir / "musique_200.jsonl",
+            questions=[raw[0]["id"], "not-a-question", "also-missing"],
+        )
+
+
+def test_empty_selection_is_an_error(repo_root: Path, data_dir: Path):
+    with pytest.raises(KgragError, match="select no questions"):
+        load(repo_root, "musique", data_dir / "musique_200.jsonl", questions=[])
+
+
+# --- HotpotQA and 2Wiki --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dataset", "file_name", "n_questions"),
+    [("hotpotqa", "hotpotqa_200.jsonl", 200), ("2wiki", "2wiki_200.jsonl", 164)],
+)
+def test_context_datasets(
+    repo_root: Path, data_dir: Path, dataset: str, file_name: str, n_questions: int
+):
+    raw = [row for row in read_lines(data_dir / file_name) if "context" in row]
+    corpus = load(repo_root, dataset, data_dir / file_name)
+    titles = titles_by_id(corpus)
+
+    assert corpus.questions["question_id"].to_list() == [row["_id"] for row in raw]
+    assert len(raw) == n_questions
+    for row, question in zip(raw, corpus.questions.iter_rows(named=True)):
+        gold_titles = {title for title, _ in row["supporting_facts"]}
+        assert {titles[doc_id] for doc_id in question["supporting_doc_ids"]} == gold_titles
+        assert question["answers"] == [row["answer"]]
+    for text in corpus.documents["text"]:
+        assert "  " not in text
+        assert text == text.strip()
+    n_paragraphs = sum(len(row["context"]) for row in raw)
+    assert 0 < corpus.documents.height < n_paragraphs
+
+
+def test_hotpotqa_sentences_are_joined_with_single_spaces(repo_root: Path, data_dir: Path):
+    corpus = load(repo_root, "hotpotqa", data_dir / "hotpotqa_200.jsonl", limit=1)
+    porcaro = corpus.documents.filter(pl.col("title") == "Jeff Porcaro")["text"][0]
+    assert porcaro.startswith(
+        "Jeffrey Thomas Porcaro (April 1, 1954 – August 5, 1992) was an American drummer, "
+        "songwriter, and record producer. In a career that spanned more than 20 years,"
+    )
+    assert corpus.documents.height == 10
+
+
+# --- plain corpora -------------------------------------------------------------------------
+
+
+def test_jsonl_with_custom_fields(tmp_path: Path):
+    lines = [
+        {"pid": "p1", "heading": "Alpha", "body": "First document."},
+        {"pid": "p2", "body": "No heading, so the id is the title."},
+        {"pid": "p3", "heading": "Alpha", "body": "First document."},
+        {"pid": 4, "heading": "", "body": "Empty heading falls back to the id."},
+        {"pid": "p5", "heading": "Blank", "body": "   "},
+    ]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n", encoding="utf-8")
+    fields = {"id": "pid", "title": "heading", "text": "body"}
+
+    corpus = load(tmp_path, "jsonl", "docs.jsonl", fields=fields)
+    assert corpus.documents["title"].to_list() == ["Alpha", "p2", "4"]
+    assert corpus.documents["text"][1] == "No heading, so the id is the title."
+    assert corpus.documents["doc_id"][0] == expected_id("Alpha", "First document.")
+    assert corpus.questions.is_empty()
+    assert corpus.questions.schema == pl.Schema(QUESTION_SCHEMA)
+
+    limited = load(tmp_path, "jsonl", path, fields=fields, limit=2)
+    assert limited.documents["title"].to_list() == ["Alpha", "p2"]
+
+
+def test_jsonl_missing_text_field_names_the_line(tmp_path: Path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"id": "a", "text": "fine"}\n{"id": "b", "body": "wrong"}\n')
+    with pytest.raises(KgragError, match=r"docs\.jsonl:2: missing field 'text'"):
+        load(tmp_path, "jsonl", path)
+
+
+def test_text_folder(tmp_path: Path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / "b.md").write_text("# Bee\n\nBees make honey.\n", encoding="utf-8")
+    (tmp_path / "a.txt").write_text("Ants carry leaves.", encoding="utf-8")
+    (tmp_path / "sub" / "c.txt").write_text("  Cats sleep.  \n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("\n", encoding="utf-8")
+    (tmp_path / "notes.csv").write_text("not,a,document\n", encoding="utf-8")
+    (tmp_path / ".hidden" / "secret.txt").write_text("Skipped.", encoding="utf-8")
+
+    corpus = load(tmp_path, "text", ".")
+    assert corpus.documents["title"].to_list() == ["a.txt", "b.md", "sub/c.txt"]
+    assert corpus.documents["text"].to_list() == [
+        "Ants carry leaves.",
+        "# Bee\n\nBees make honey.",
+        "Cats sleep.",
+    ]
+    assert corpus.questions.is_empty()
+    assert load(tmp_path, "text", ".", limit=1).documents["title"].to_list() == ["a.txt"]
+
+
+def test_questions_option_rejected_for_plain_corpora(tmp_path: Path):
+    (tmp_path / "a.txt").write_text("Ants.", encoding="utf-8")
+    with pytest.raises(KgragError, match="remove corpus.questions"):
+        load(tmp_path, "text", ".", questions=["q1"])
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+def test_missing_path(tmp_path: Path):
+    with pytest.raises(KgragError, match="does not exist"):
+        load(tmp_path, "musique", "nowhere.jsonl")
+
+
+def test_empty_files_and_folders(tmp_path: Path):
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "blank.md").write_text("  \n")
+    with pytest.raises(KgragError, match="empty corpus"):
+        load(tmp_path, "musique", "empty.jsonl")
+    with pytest.raises(KgragError, match="empty corpus"):
+        load(tmp_path, "jsonl", "empty.jsonl")
+    with pytest.raises(KgragError, match="empty corpus"):
+        load(tmp_path, "text", "folder")
+
+
+def test_bad_json_line_is_located(tmp_path: Path, data_dir: Path):
+    good = (data_dir / "hotpotqa_200.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+    path = tmp_path / "broken.jsonl"
+    path.write_text("\n".join([*good, '{"_id": "x", "question": ']) + "\n", encoding="utf-8")
+    with pytest.raises(KgragError, match=r"broken\.jsonl:3: not valid JSON"):
+        load(tmp_path, "hotpotqa", path)
+
+
+def test_missing_required_field_is_located(tmp_path: Path, data_dir: Path):
+    rows = read_lines(data_dir / "musique_200.jsonl")[:2]
+    del rows[1]["paragraphs"]
+    path = tmp_path / "musique.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows), encoding="utf-8")
+    with pytest.raises(KgragError, match=r"musique\.jsonl:2: missing field 'paragraphs'"):
+        load(tmp_path, "musique", path)
+
+
+def test_folder_given_for_jsonl_and_file_for_text(tmp_path: Path, data_dir: Path):
+    with pytest.raises(KgragError, match="expects a JSON Lines file"):
+        load(tmp_path, "jsonl", tmp_path)
+    with pytest.raises(KgragError, match="expects a folder"):
+        load(tmp_path, "text", data_dir / "README.md")
+
+
+def test_unknown_dataset_lists_known_ones(tmp_path: Path):
+    with pytest.raises(KgragError, match="unknown corpus dataset 'squad'.*musique"):
+        load(tmp_path, "squad", "x.jsonl")

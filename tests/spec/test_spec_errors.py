@@ -1,0 +1,365 @@
+"""Spec validation messages: every problem at once, with file, line and key path."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kgrag.errors import KgragError
+from kgrag.spec import check_spec, load_spec
+
+VALID_HEAD = """\
+name: demo
+corpus:
+  dataset: musique
+  path: data/musique.jsonl
+"""
+
+
+def write(folder: Path, *parts: str, name: str = "spec.yaml") -> Path:
+    """Write a spec file from parts (each dedented) and return its path."""
+    path = folder / name
+    path.write_text("".join(textwrap.dedent(part) for part in parts), encoding="utf-8")
+    return path
+
+
+def test_valid_spec_has_no_messages(tmp_path: Path) -> None:
+    assert check_spec(write(tmp_path, VALID_HEAD)) == []
+
+
+def test_top_level_typo_suggests_key_on_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "chunkng:\n  size: 128\n")
+    assert check_spec(path) == [
+        f"{path}:5: (top level): unknown key 'chunkng'; did you mean 'chunking'?"
+    ]
+
+
+def test_nested_typo_points_at_the_unknown_key(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        VALID_HEAD,
+        """\
+        query:
+          - name: dense
+            strategy: naive
+            budget_tokns: 500
+        """,
+    )
+    assert check_spec(path) == [
+        f"{path}:8: query[0]: unknown key 'budget_tokns'; did you mean 'budget_tokens'?"
+    ]
+
+
+def test_unknown_key_without_close_match_lists_allowed_keys(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "chunking:\n  zebra: 1\n")
+    assert check_spec(path) == [
+        f"{path}:6: chunking: unknown key 'zebra'; allowed keys here: size, overlap"
+    ]
+
+
+def test_wrong_type_message_names_type_minimum_and_value(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        VALID_HEAD,
+        """\
+        query:
+          - name: small
+            strategy: naive
+          - name: big
+            strategy: naive
+            budget_tokens: lots
+        """,
+    )
+    assert check_spec(path) == [
+        f'{path}:10: query[1].budget_tokens: expected integer ≥ 1, got "lots"'
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("true", "true"), ("256.0", "256.0"), ("[1, 2]", "[1, 2]"), ("", "null")],
+)
+def test_booleans_floats_lists_and_null_are_not_integers(
+    tmp_path: Path, value: str, shown: str
+) -> None:
+    path = write(tmp_path, VALID_HEAD, f"chunking:\n  size: {value}\n")
+    assert check_spec(path) == [f"{path}:6: chunking.size: expected integer ≥ 16, got {shown}"]
+
+
+def test_type_message_for_nullable_bounded_number(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "models:\n  llm:\n    top_p: high\n    n_threads: x\n")
+    assert check_spec(path) == [
+        f'{path}:7: models.llm.top_p: expected number > 0 and ≤ 1, got "high"',
+        f'{path}:8: models.llm.n_threads: expected integer ≥ 1 or null, got "x"',
+    ]
+
+
+def test_mapping_expected(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "models: gemma\n")
+    assert check_spec(path) == [f'{path}:5: models: expected mapping, got "gemma"']
+
+
+def test_unknown_enum_value_suggests_closest(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: demo\ncorpus:\n  dataset: musiqe\n  path: x.jsonl\n")
+    assert check_spec(path) == [
+        (
+            f"{path}:3: corpus.dataset: expected one of musique, hotpotqa, 2wiki, jsonl, text; "
+            "got 'musiqe' (did you mean 'musique'?)"
+        )
+    ]
+
+
+def test_missing_required_keys(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: demo\ncorpus:\n  dataset: text\n")
+    assert check_spec(path) == [f"{path}:2: corpus: missing required key 'path'"]
+    bare = write(tmp_path, "description: nothing else\n", name="bare.yaml")
+    assert check_spec(bare) == [
+        f"{bare}:1: (top level): missing required key 'corpus'",
+        f"{bare}:1: (top level): missing required key 'name'",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "line", "message"),
+    [
+        ("chunking:\n  size: 8\n", 6, "chunking.size: must be ≥ 16, got 8"),
+        (
+            "models:\n  llm:\n    max_retries: 11\n",
+            7,
+            "models.llm.max_retries: must be ≤ 10, got 11",
+        ),
+        ("models:\n  llm:\n    top_p: 0\n", 7, "models.llm.top_p: must be > 0, got 0"),
+        ("query: []\n", 5, "query: must list at least 1 item(s), got 0"),
+        (
+            "evaluate:\n  metrics: [em, f1, em]\n",
+            6,
+            "evaluate.metrics: items must be unique; 'em' is listed more than once",
+        ),
+        (
+            "evaluate:\n  metrics: [accuracy]\n",
+            6,
+            (
+                "evaluate.metrics[0]: 'accuracy' does not match the required pattern "
+                "^(em|f1|coverage|recall@[1-9][0-9]*)$"
+            ),
+        ),
+    ],
+)
+def test_bounds_pattern_and_list_rules_in_plain_words(
+    tmp_path: Path, extra: str, line: int, message: str
+) -> None:
+    path = write(tmp_path, VALID_HEAD, extra)
+    assert check_spec(path) == [f"{path}:{line}: {message}"]
+
+
+def test_empty_path_and_bad_name(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: my run\ncorpus:\n  dataset: text\n  path: ''\n")
+    assert check_spec(path) == [
+        (
+            f"{path}:1: name: 'my run' does not match the required pattern "
+            "^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+        ),
+        f"{path}:4: corpus.path: must not be empty",
+    ]
+
+
+def test_python_tag_is_rejected_and_never_executed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "pwned"
+    calls: list[str] = []
+    monkeypatch.setattr(os, "system", calls.append)
+    path = write(
+        tmp_path,
+        f"""\
+        name: demo
+        corpus:
+          dataset: text
+          path: !!python/object/apply:os.system ["touch {marker}"]
+        """,
+    )
+    messages = check_spec(path)
+    assert len(messages) == 1
+    assert messages[0].startswith(f"{path}:4: corpus.path: ")
+    assert "tags like !!python/object are not allowed" in messages[0]
+    with pytest.raises(KgragError, match="tags like !!python/object are not allowed"):
+        load_spec(path)
+    assert calls == []
+    assert not marker.exists()
+
+
+def test_custom_tags_and_python_tagged_keys_are_rejected(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "description: !secret abc\n!!python/name:os.system : 1\n")
+    messages = check_spec(path)
+    assert [m.split(": ")[0] for m in messages] == [f"{path}:5", f"{path}:6"]
+    assert all("tags like !!python/object are not allowed" in m for m in messages)
+    assert "(found !secret)" in messages[0]
+
+
+def test_yaml_syntax_error_reports_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: demo\ncorpus:\n  dataset: text\n path: x\n")
+    [message] = check_spec(path)
+    assert message.startswith(f"{path}:4: YAML syntax error: ")
+
+
+def test_unclosed_bracket_reported_within_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: demo\ncorpus: [text\n")
+    [message] = check_spec(path)
+    assert message.startswith(f"{path}:2: YAML syntax error: ")
+
+
+def test_duplicate_keys_are_errors(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "chunking:\n  size: 128\n  size: 64\n")
+    assert check_spec(path) == [
+        (
+            f"{path}:7: chunking: duplicate key 'size' (first at line 6); "
+            "YAML would silently keep only the last one"
+        )
+    ]
+
+
+def test_duplicate_strategy_names_are_errors(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        VALID_HEAD,
+        """\
+        query:
+          - name: dense
+            strategy: naive
+          - name: dense
+            strategy: naive
+            budget_tokens: 500
+        """,
+    )
+    assert check_spec(path) == [
+        (
+            f"{path}:8: query[1].name: duplicate strategy name 'dense' "
+            "(also used by query[0].name at line 6); strategy names must be unique"
+        )
+    ]
+
+
+def test_overlap_must_be_smaller_than_chunk_size(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "chunking:\n  size: 16\n")
+    assert check_spec(path) == [
+        (
+            f"{path}:6: chunking.overlap: must be smaller than chunking.size (16), got 32; "
+            "chunks would never advance"
+        )
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"])
+def test_empty_file(tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, text)
+    assert check_spec(path) == [
+        f"{path}:1: the spec file is empty; it needs at least 'name' and 'corpus'"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [("- name: demo\n", "a list"), ("just words\n", 'a single value ("just words")')],
+)
+def test_top_level_must_be_a_mapping(tmp_path: Path, text: str, kind: str) -> None:
+    path = write(tmp_path, text)
+    assert check_spec(path) == [
+        f"{path}:1: (top level): the spec must be a mapping of keys, got {kind}"
+    ]
+
+
+def test_non_string_keys_are_unknown_keys(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "chunking:\n  size: 64\n  1: x\n")
+    assert check_spec(path) == [
+        f"{path}:7: chunking: unknown key 1; allowed keys here: size, overlap"
+    ]
+
+
+def test_value_that_cannot_be_built_is_reported(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "chunking:\n  size: !!int lots\n")
+    [message] = check_spec(path)
+    assert message.startswith(f"{path}: a value could not be read: ")
+
+
+def test_alias_bomb_is_refused(tmp_path: Path) -> None:
+    levels = ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n"]
+    for level in range(1, 7):
+        aliases = ", ".join([f"*l{level - 1}"] * 10)
+        levels.append(f"l{level}: &l{level} [{aliases}]\n")
+    path = write(tmp_path, VALID_HEAD, *levels)
+    [message] = check_spec(path)
+    assert message.startswith(f"{path}: the spec expands to more than 100000 values")
+
+
+def test_missing_file_and_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    assert check_spec(missing) == [f"{missing}: spec file not found"]
+    with pytest.raises(KgragError, match="spec file not found"):
+        load_spec(missing)
+    assert check_spec(tmp_path) == [f"{tmp_path}: is a folder, not a spec file"]
+
+
+def test_several_documents_are_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "---\n" + VALID_HEAD)
+    [message] = check_spec(path)
+    assert message.startswith(f"{path}:5: YAML syntax error: ")
+
+
+def test_self_referencing_anchor_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "description: &loop [*loop]\n")
+    [message] = check_spec(path)
+    assert message.startswith(f"{path}: the spec")
+
+
+def test_all_errors_reported_together_sorted_by_line(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        name: demo
+        modles: {}
+        corpus:
+          dataset: musiqe
+          path: data.jsonl
+        query:
+          - name: a
+            strategy: naive
+            budget_tokens: lots
+        chunking:
+          size: 8
+        """,
+    )
+    assert check_spec(path) == [
+        f"{path}:2: (top level): unknown key 'modles'; did you mean 'models'?",
+        (
+            f"{path}:4: corpus.dataset: expected one of musique, hotpotqa, 2wiki, jsonl, text; "
+            "got 'musiqe' (did you mean 'musique'?)"
+        ),
+        f'{path}:9: query[0].budget_tokens: expected integer ≥ 1, got "lots"',
+        f"{path}:11: chunking.size: must be ≥ 16, got 8",
+    ]
+    with pytest.raises(KgragError) as raised:
+        load_spec(path)
+    assert str(raised.value) == "\n".join(check_spec(path))
+
+
+def test_merge_keys_work_and_own_keys_win(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        VALID_HEAD,
+        """\
+        query:
+          - &base
+            name: small
+            strategy: naive
+            budget_tokens: 500
+          - <<: *base
+            name: large
+            budget_tokens: many
+        """,
+    )
+    assert check_spec(path) == [
+        f'{path}:12: query[1].budget_tokens: expected integer ≥ 1, got "many"'
+    ]

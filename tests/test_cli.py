@@ -1,0 +1,92 @@
+"""The command line on bad input: one clear message, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgrag.cli import main
+from tests.conftest import write_spec
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_validate_ok_and_typo(project, capsys):
+    good = write_spec(project)
+    bad = project / "specs" / "bad.yaml"
+    bad.write_text("name: bad\ncorpus: {dataset: musique, path: x.jsonl}\nchunkng: {size: 3}\n")
+    code, out, err = run_cli(capsys, "validate", str(good), str(bad))
+    assert code == 2
+    assert "tiny.yaml: ok" in out
+    assert "bad.yaml:3:" in err and "did you mean 'chunking'" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("sections, message", [
+    ({"corpus": {"dataset": "musique", "path": "../missing.jsonl"}}, "does not exist"),
+    ({"models": {"llm": {"model": "llama-70b"}}}, "unknown LLM 'llama-70b'"),
+    ({"models": {"llm": {"model": "../nothing.gguf"}}}, "not an existing .gguf file"),
+    ({"outputs": "../../elsewhere"}, "escapes the project"),
+])
+def test_run_bad_input_exits_2_with_one_message(project, capsys, sections, message):
+    spec = write_spec(project, **sections)
+    code, _, err = run_cli(capsys, "run", str(spec), "--dry-run")
+    assert code == 2
+    assert message in err and err.startswith("kgrag: error:")
+    assert "Traceback" not in err
+
+
+def test_empty_corpus_exits_2(project, capsys):
+    (project / "empty.jsonl").write_text("")
+    spec = write_spec(project, corpus={"dataset": "musique", "path": "../empty.jsonl"})
+    code, _, err = run_cli(capsys, "run", str(spec))
+    assert code == 2 and "empty" in err
+
+
+def test_python_tags_are_refused(project, capsys, tmp_path):
+    marker = tmp_path / "pwned"
+    spec = project / "specs" / "evil.yaml"
+    spec.write_text(f'name: evil\ncorpus: !!python/object/apply:os.system ["touch {marker}"]\n')
+    code, _, err = run_cli(capsys, "run", str(spec))
+    assert code == 2 and "!!python" in err
+    assert not marker.exists()
+
+
+def test_dry_run_prints_the_plan_with_llm_bounds(project, capsys):
+    spec = write_spec(project, answer={"questions": 2})
+    code, out, _ = run_cli(capsys, "run", str(spec), "--dry-run")
+    assert code == 0
+    assert "answer.dense" in out and "llm calls ≤2" in out
+    assert "at most 2 LLM calls" in out
+    assert not (project / "outputs" / "tiny").exists()
+
+
+def test_cache_stats_and_clear(capsys, isolated_cache):
+    from kgrag.models.cache import CallCache
+
+    cache = CallCache(isolated_cache)
+    cache.set("llm:abc", {"text": "x"})
+    cache.close()
+    code, out, _ = run_cli(capsys, "cache", "stats")
+    assert code == 0 and "entries: 1" in out
+    code, out, _ = run_cli(capsys, "cache", "clear")
+    assert code == 0
+    assert "entries: 0" in run_cli(capsys, "cache", "stats")[1]
+
+
+def test_models_lists_bundled_models_with_hashes(capsys):
+    code, out, _ = run_cli(capsys, "models")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["gemma3-270m", "smollm2-135m",
+                                                   "all-MiniLM-L6-v2"]
+    assert all(len(line.split()[2]) == 64 for line in lines)
+
+
+def test_query_unknown_strategy(project, capsys):
+    spec = write_spec(project)
+    code, _, err = run_cli(capsys, "query", str(spec), "who?", "--strategy", "nope")
+    assert code == 2 and "no query strategy 'nope'" in err and "dense" in err
