@@ -182,7 +182,17 @@ class CachedLLM:
 
     def chat_json(self, messages: list[Message], schema: dict[str, Any], *, max_tokens: int,
                   validate: Callable[[Any], T] | None = None) -> tuple[T, int]:
-        """A JSON object constrained by ``schema``, parsed and validated.
+        """A JSON object constrained by ``schema`` through the chat template; see ``_json``."""
+        return self._json({"messages": messages}, schema, max_tokens, validate)
+
+    def complete_json(self, prompt: str, schema: dict[str, Any], *, max_tokens: int,
+                      validate: Callable[[Any], T] | None = None) -> tuple[T, int]:
+        """A JSON object constrained by ``schema`` continuing a plain prompt; see ``_json``."""
+        return self._json({"prompt": prompt}, schema, max_tokens, validate)
+
+    def _json(self, body: dict[str, Any], schema: dict[str, Any], max_tokens: int,
+              validate: Callable[[Any], T] | None) -> tuple[T, int]:
+        """Parse and validate constrained output, retrying up to ``max_retries`` times.
 
         Returns the validated value and the number of attempts it took; raises
         ``InvalidOutput`` when every attempt (1 + max_retries) failed.
@@ -194,7 +204,7 @@ class CachedLLM:
 
         errors = []
         for attempt in range(1 + self.settings.max_retries):
-            request = self._request({"messages": messages}, max_tokens, attempt, schema, None, [])
+            request = self._request(body, max_tokens, attempt, schema, None, [])
             _, value, error = self._call(request, check)
             if error is None:
                 return value, attempt + 1
