@@ -23,11 +23,11 @@ from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.registry import KINDS
 from kgrag.pipeline.runner import run_plan
 from kgrag.retrieval import STRATEGIES
-from kgrag.retrieval.units import Units
 from kgrag.spec import Spec, load_spec, thaw
 from kgrag.spec.model import default_cache_dir
-from kgrag.steps.corpus import QUESTIONS
+from kgrag.steps.corpus import DOCUMENTS, QUESTIONS
 from kgrag.steps.evaluate import METRICS
+from kgrag.steps.retrieve import load_strategy
 
 BENCHMARK_SHAPES = ("musique", "hotpotqa", "2wiki")
 Echo = Callable[[str], None]
@@ -80,7 +80,8 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
              {"corpus": "corpus"})
     index_steps = {"dense": ("dense_index", {"embedder": embedder}, {"chunks": "chunks"})}
-    needed = sorted({n for q in spec.query for n in STRATEGIES[q["strategy"]].needs} - {"chunks"})
+    needed = sorted({dep for q in spec.query
+                     for dep in STRATEGIES[q["strategy"]].needs(thaw(q)).values()})
     for name in needed:
         kind, config, inputs = index_steps[name]
         plan.add(name, kind, config, inputs)
@@ -93,7 +94,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     evaluate_inputs = {"corpus": "corpus", "chunks": "chunks"}
     for q in spec.query:
         strategy = thaw(q)
-        needs = {n: n for n in STRATEGIES[strategy["strategy"]].needs}
+        needs = STRATEGIES[strategy["strategy"]].needs(strategy)
         retrieve = plan.add(f"retrieve.{q['name']}", "retrieve",
                             {"strategy": strategy, "embedder": embedder},
                             {"corpus": "corpus", "chunks": "chunks", **needs})
@@ -177,24 +178,23 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     if name not in strategies:
         raise KgragError(f"no query strategy {name!r} in {session.spec.path.name}; "
                          f"choose from: {', '.join(strategies) or '(none)'}")
-    config = thaw(strategies[name])
-    strategy_type = STRATEGIES[config["strategy"]]
-    needed = ["chunks", *strategy_type.needs]
+    step = session.plan.by_name()[f"retrieve.{name}"]
+    index_steps = [dep for role, dep in step.inputs.items() if role != "corpus"]
     run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
-             steps=session.plan.upstream(needed), echo=echo)
-    units = Units.load(session.artefact("chunks"))
-    chosen = strategy_type.load(config, {n: session.artefact(n) for n in strategy_type.needs},
-                                units)
+             steps=session.plan.upstream(index_steps), echo=echo)
+    inputs = {role: session.artefact(dep) for role, dep in step.inputs.items()}
+    chosen = load_strategy(step.config["strategy"], inputs, session.models)
     vector = session.models.embedder.encode([question])[0]
     started = time.perf_counter()
-    ids = chosen.retrieve(question, vector)
+    context = chosen.retrieve(question, vector)
     elapsed_ms = (time.perf_counter() - started) * 1000
-    text, _ = answer(session.models.llm, units.context(ids), question,
+    text, _ = answer(session.models.llm, context.text, question,
                      max_tokens=session.spec.answer["max_tokens"],
                      style=session.spec.answer["prompt"])
-    titles = [units.text[i].split("\n", 1)[0].removeprefix("# ") for i in ids]
-    return QueryResult(question, name, ids, titles, sum(units.tokens[i] for i in ids),
-                       elapsed_ms, text)
+    documents = pl.read_parquet(session.artefact("corpus") / DOCUMENTS, columns=["doc_id", "title"])
+    title_of = dict(zip(documents["doc_id"], documents["title"]))
+    return QueryResult(question, name, context.unit_ids, [title_of[d] for d in context.doc_ids],
+                       context.tokens, elapsed_ms, text)
 
 
 def cache_stats(directory: Path | None = None) -> CacheStats:

@@ -12,8 +12,7 @@ from kgrag.eval.metrics import covers, exact_match, f1_score, percentile, recall
 
 
 def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.DataFrame,
-                 retrieved: pl.DataFrame, contexts: dict[str, str],
-                 answers: pl.DataFrame | None) -> dict[str, Any]:
+                 retrieved: pl.DataFrame, answers: pl.DataFrame | None) -> dict[str, Any]:
     """Mean metrics of one strategy over the questions it retrieved for.
 
     Answer metrics (EM, F1) average over the answered questions only; LLM
@@ -32,8 +31,7 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
         elif metric == "f1":
             row["f1"] = _mean([f1_score(a, g) for a, g in answered])
         elif metric == "coverage":
-            row["coverage"] = _mean([covers(contexts[q], g)
-                                     for q, g in zip(table["question_id"], golds)])
+            row["coverage"] = _mean([covers(c, g) for c, g in zip(table["context"], golds)])
         else:
             k = int(metric.split("@", 1)[1])
             values = [recall_at_k(d, s, k) for d, s in zip(table["doc_ids"].to_list(),

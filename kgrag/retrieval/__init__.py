@@ -1,10 +1,26 @@
-"""Query strategies: a question in, a ranked context within a token budget out.
+"""Query strategies: a question in, a context within a token budget out.
 
-Every strategy has ``needs`` (the index steps it reads), a ``load`` classmethod
-building it from those artefacts, and ``retrieve(question, vector)`` returning
-unit ids in context order. The registry below is the spec's ``strategy`` enum.
+A strategy class has ``needs(config) -> {role: step name}`` (the index artefacts it
+reads), ``load(config, artefacts, resources)`` building it from those folders, and
+``retrieve(question, vector) -> Context``. The registry below is the spec's
+``strategy`` enum.
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.retrieval.naive import NaiveStrategy
+from kgrag.retrieval.units import Units
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What every strategy may use besides its own artefacts."""
+
+    units: Units  # the chunks
+    tokenizer: Tokenizer
+
 
 STRATEGIES = {"naive": NaiveStrategy}

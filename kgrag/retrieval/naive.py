@@ -5,21 +5,22 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.units import Units
+from kgrag.retrieval.units import Context, Units
 from kgrag.store.vectors import VectorTable
+
+if TYPE_CHECKING:
+    from kgrag.retrieval import Resources
 
 DENSE_TABLE = "chunks"
 
 
 class NaiveStrategy:
     """The dense baseline every graph method must beat at the same budget."""
-
-    needs = ("chunks", "dense")
 
     def __init__(self, table: VectorTable, units: Units, top_k: int | None, budget: int) -> None:
         self.table, self.units, self.budget = table, units, budget
@@ -29,12 +30,20 @@ class NaiveStrategy:
             top_k = 2 * math.ceil(budget / typical) + 10
         self.top_k = min(top_k, len(units.tokens))
 
+    @staticmethod
+    def needs(config: dict[str, Any]) -> dict[str, str]:
+        return {"dense": "dense"}
+
     @classmethod
-    def load(cls, config: dict[str, Any], artefacts: dict[str, Path], units: Units
+    def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> NaiveStrategy:
-        return cls(VectorTable.open(artefacts["dense"], DENSE_TABLE), units,
+        return cls(VectorTable.open(artefacts["dense"], DENSE_TABLE), resources.units,
                    config["top_k"], config["budget_tokens"])
 
-    def retrieve(self, question: str, vector: np.ndarray) -> list[str]:
-        ranked = [unit for unit, _ in self.table.search(vector, self.top_k)]
-        return fill_budget(ranked, self.units.tokens, self.budget)
+    def ranked(self, vector: np.ndarray, k: int | None = None) -> list[str]:
+        """Chunk ids by cosine similarity to ``vector``, best first."""
+        return [unit for unit, _ in self.table.search(vector, k or self.top_k)]
+
+    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+        return self.units.context(fill_budget(self.ranked(vector), self.units.tokens,
+                                              self.budget))

@@ -1,4 +1,4 @@
-"""Retrieval units: the chunks as a strategy sees them (context text, size, source document)."""
+"""Retrieval units and the context a strategy hands to the LLM."""
 
 from __future__ import annotations
 
@@ -12,20 +12,39 @@ CHUNKS_FILE = "chunks.parquet"
 
 @dataclass(frozen=True)
 class Units:
-    """Chunk id → rendered context text, its token count and its document."""
+    """Unit id → rendered context text (``# <title>`` + text), its token count, its document.
+
+    Chunks are units; so are KET-RAG's sub-chunks (same columns, other file).
+    """
 
     text: dict[str, str]
     tokens: dict[str, int]
     doc: dict[str, str]
 
     @classmethod
-    def load(cls, chunks_dir: Path) -> Units:
-        df = pl.read_parquet(chunks_dir / CHUNKS_FILE, columns=["chunk_id", "doc_id", "context",
-                                                                "context_tokens"])
+    def load(cls, table: Path) -> Units:
+        df = pl.read_parquet(table, columns=["chunk_id", "doc_id", "context", "context_tokens"])
         ids = df["chunk_id"].to_list()
         return cls(dict(zip(ids, df["context"].to_list())),
                    dict(zip(ids, df["context_tokens"].to_list())),
                    dict(zip(ids, df["doc_id"].to_list())))
 
-    def context(self, ids: list[str]) -> str:
-        return "\n\n".join(self.text[i] for i in ids)
+    def context(self, ids: list[str]) -> Context:
+        """The plain context made of these units, in this order."""
+        return Context(ids, [self.doc[i] for i in ids], "\n\n".join(self.text[i] for i in ids),
+                       sum(self.tokens[i] for i in ids))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What one strategy retrieved for one question.
+
+    ``unit_ids`` / ``doc_ids`` are the text units in rank order (recall@k reads the
+    documents); ``text`` is exactly what the LLM reads and what coverage searches;
+    ``tokens`` is what it cost of the budget.
+    """
+
+    unit_ids: list[str]
+    doc_ids: list[str]
+    text: str
+    tokens: int

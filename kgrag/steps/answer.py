@@ -9,7 +9,6 @@ import polars as pl
 from kgrag.answer import answer
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
-from kgrag.retrieval.units import Units
 from kgrag.steps.corpus import QUESTIONS
 from kgrag.steps.retrieve import RETRIEVED
 
@@ -24,19 +23,18 @@ def answered(config: dict[str, Any], n_questions: int | None) -> int | None:
     return n_questions if limit is None else min(limit, n_questions)
 
 
-@step_kind("answer", "1", max_llm_calls=answered)
+@step_kind("answer", "2", max_llm_calls=answered)
 def answer_questions(ctx: StepContext) -> None:
-    units = Units.load(ctx.input("chunks"))
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
     retrieved = pl.read_parquet(ctx.input("retrieve") / RETRIEVED)
     table = questions.join(retrieved, on="question_id", how="inner")
     table = table.head(answered(ctx.config, table.height))
     llm = ctx.models.llm
     rows = []
-    for qid, question, ids in ctx.progress(
-            zip(table["question_id"], table["question"], table["unit_ids"]),
+    for qid, question, context in ctx.progress(
+            zip(table["question_id"], table["question"], table["context"]),
             total=table.height, desc=f"answer {ctx.step.name}"):
-        text, completion = answer(llm, units.context(ids), question,
+        text, completion = answer(llm, context, question,
                                   max_tokens=ctx.config["max_tokens"], style=ctx.config["prompt"])
         rows.append({"question_id": qid, "answer": text, "tokens_in": completion.tokens_in,
                      "tokens_out": completion.tokens_out})

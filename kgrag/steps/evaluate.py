@@ -9,7 +9,6 @@ import polars as pl
 from kgrag.eval.report import strategy_row
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
-from kgrag.retrieval.units import Units
 from kgrag.steps.answer import ANSWERS
 from kgrag.steps.corpus import QUESTIONS
 from kgrag.steps.retrieve import RETRIEVED
@@ -17,19 +16,16 @@ from kgrag.steps.retrieve import RETRIEVED
 METRICS = "metrics.json"
 
 
-@step_kind("evaluate", "1", publish=(METRICS,))
+@step_kind("evaluate", "2", publish=(METRICS,))
 def evaluate(ctx: StepContext) -> None:
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
-    units = Units.load(ctx.input("chunks"))
     rows = []
     for strategy in ctx.config["strategies"]:
         name = strategy["name"]
         retrieved = pl.read_parquet(ctx.input(f"retrieve.{name}") / RETRIEVED)
-        contexts = dict(zip(retrieved["question_id"],
-                            (units.context(ids) for ids in retrieved["unit_ids"])))
         answers_dir = ctx.inputs.get(f"answer.{name}")
         answers = None if answers_dir is None else pl.read_parquet(answers_dir / ANSWERS)
         rows.append(strategy_row(name, strategy["strategy"], ctx.config["metrics"], questions,
-                                 retrieved, contexts, answers))
+                                 retrieved, answers))
     result = {"dataset": ctx.config["dataset"], "n_questions": questions.height, "rows": rows}
     (ctx.out_dir / METRICS).write_text(json.dumps(result, indent=2) + "\n")

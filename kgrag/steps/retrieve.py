@@ -8,38 +8,45 @@ filling), not the encoder; the encoder's speed is a benchmark of its own.
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
-from kgrag.retrieval import STRATEGIES
-from kgrag.retrieval.units import Units
+from kgrag.retrieval import STRATEGIES, Resources
+from kgrag.retrieval.units import CHUNKS_FILE, Units
 from kgrag.steps.corpus import QUESTIONS
 
 RETRIEVED = "retrieved.parquet"
+SCHEMA = {"question_id": pl.String, "unit_ids": pl.List(pl.String),
+          "doc_ids": pl.List(pl.String), "context": pl.String, "context_tokens": pl.Int64,
+          "retrieval_ms": pl.Float64}
 
 
-@step_kind("retrieve", "1")
+def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any) -> Any:
+    """Build the configured strategy from its artefact folders (by role)."""
+    strategy_type = STRATEGIES[config["strategy"]]
+    resources = Resources(Units.load(inputs["chunks"] / CHUNKS_FILE), models.tokenizer)
+    artefacts = {role: inputs[role] for role in strategy_type.needs(config)}
+    return strategy_type.load(config, artefacts, resources)
+
+
+@step_kind("retrieve", "2")
 def retrieve(ctx: StepContext) -> None:
-    cfg = ctx.config["strategy"]
-    strategy_type = STRATEGIES[cfg["strategy"]]
-    units = Units.load(ctx.input("chunks"))
-    strategy = strategy_type.load(cfg, {n: ctx.input(n) for n in strategy_type.needs}, units)
+    config = ctx.config["strategy"]
+    strategy = load_strategy(config, ctx.inputs, ctx.models)
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
     texts = questions["question"].to_list()
     vectors = ctx.models.embedder.encode(texts)
     rows = []
     for qid, text, vector in ctx.progress(zip(questions["question_id"], texts, vectors),
-                                          total=len(texts), desc=f"retrieve {cfg['name']}"):
+                                          total=len(texts), desc=f"retrieve {config['name']}"):
         started = time.perf_counter()
-        ids = strategy.retrieve(text, vector)
+        context = strategy.retrieve(text, vector)
         elapsed_ms = (time.perf_counter() - started) * 1000
-        rows.append({"question_id": qid, "unit_ids": ids,
-                     "doc_ids": [units.doc[i] for i in ids],
-                     "context_tokens": sum(units.tokens[i] for i in ids),
-                     "retrieval_ms": elapsed_ms})
-    pl.DataFrame(rows, schema={"question_id": pl.String, "unit_ids": pl.List(pl.String),
-                               "doc_ids": pl.List(pl.String), "context_tokens": pl.Int64,
-                               "retrieval_ms": pl.Float64}
-                 ).write_parquet(ctx.out_dir / RETRIEVED)
+        rows.append({"question_id": qid, "unit_ids": context.unit_ids,
+                     "doc_ids": context.doc_ids, "context": context.text,
+                     "context_tokens": context.tokens, "retrieval_ms": elapsed_ms})
+    pl.DataFrame(rows, schema=SCHEMA).write_parquet(ctx.out_dir / RETRIEVED)
