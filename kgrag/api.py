@@ -16,20 +16,20 @@ from kgrag.answer import answer
 from kgrag.errors import KgragError
 from kgrag.models import Models
 from kgrag.models.cache import CacheStats, CallCache
-from kgrag.models.registry import ResolvedModel, bundled_models, file_sha256, folder_sha256
+from kgrag.models.registry import ResolvedModel, bundled_models
 from kgrag.pipeline.artefacts import artefact_dir
+from kgrag.pipeline.compile import compile_plan, has_questions
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
-from kgrag.pipeline.registry import KINDS
+from kgrag.pipeline.registry import KINDS, Counts
 from kgrag.pipeline.runner import run_plan
-from kgrag.retrieval import STRATEGIES
-from kgrag.spec import Spec, load_spec, thaw
+from kgrag.retrieval.units import CHUNKS_FILE
+from kgrag.spec import Spec, load_spec
 from kgrag.spec.model import default_cache_dir
 from kgrag.steps.corpus import DOCUMENTS, QUESTIONS
 from kgrag.steps.evaluate import METRICS
 from kgrag.steps.retrieve import load_strategy
 
-BENCHMARK_SHAPES = ("musique", "hotpotqa", "2wiki")
 Echo = Callable[[str], None]
 
 
@@ -58,58 +58,6 @@ def open_session(spec_path: str | Path) -> Session:
     return Session(spec, cache, models, compile_plan(spec, models))
 
 
-def _source_sha256(path: Path) -> str:
-    if path.is_file():
-        return file_sha256(path)
-    if path.is_dir():
-        return folder_sha256(path)
-    raise KgragError(f"corpus path does not exist: {path}")
-
-
-def has_questions(spec: Spec) -> bool:
-    return spec.corpus["dataset"] in BENCHMARK_SHAPES
-
-
-def compile_plan(spec: Spec, models: Models) -> Plan:
-    """The steps a spec asks for, each fingerprinted from what changes its output."""
-    plan = Plan()
-    corpus = {k: v for k, v in thaw(spec.corpus).items() if k != "path"}
-    corpus["source_sha256"] = _source_sha256(spec.resolve(spec.corpus["path"]))
-    plan.add("corpus", "import", corpus)
-    embedder = models.embedder_model.sha256
-    plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
-             {"corpus": "corpus"})
-    index_steps = {"dense": ("dense_index", {"embedder": embedder}, {"chunks": "chunks"})}
-    needed = sorted({dep for q in spec.query
-                     for dep in STRATEGIES[q["strategy"]].needs(thaw(q)).values()})
-    for name in needed:
-        kind, config, inputs = index_steps[name]
-        plan.add(name, kind, config, inputs)
-    if not has_questions(spec):
-        return plan
-    llm = models.llm_model
-    llm_identity = {"sha256": llm.sha256, **{k: spec.models["llm"][k]
-                                             for k in ("temperature", "top_p", "seed")}}
-    answering = spec.answer["questions"] != 0
-    evaluate_inputs = {"corpus": "corpus", "chunks": "chunks"}
-    for q in spec.query:
-        strategy = thaw(q)
-        needs = STRATEGIES[strategy["strategy"]].needs(strategy)
-        retrieve = plan.add(f"retrieve.{q['name']}", "retrieve",
-                            {"strategy": strategy, "embedder": embedder},
-                            {"corpus": "corpus", "chunks": "chunks", **needs})
-        evaluate_inputs[retrieve.name] = retrieve.name
-        if answering:
-            step = plan.add(f"answer.{q['name']}", "answer",
-                            {**thaw(spec.answer), "llm": llm_identity},
-                            {"corpus": "corpus", "chunks": "chunks", "retrieve": retrieve.name})
-            evaluate_inputs[step.name] = step.name
-    plan.add("evaluate", "evaluate",
-             {"metrics": list(spec.evaluate["metrics"]), "dataset": spec.corpus["dataset"],
-              "strategies": [thaw(q) for q in spec.query]}, evaluate_inputs)
-    return plan
-
-
 @dataclass(frozen=True)
 class PlannedStep:
     step: Step
@@ -119,10 +67,16 @@ class PlannedStep:
 
 def dry_run(session: Session) -> list[PlannedStep]:
     """What ``run`` would do: each step, whether it would be reused, its LLM-call bound."""
-    n_questions = _known_question_count(session)
+    counts = Counts(_known_question_count(session), _known_chunk_count(session))
     return [PlannedStep(s, session.artefact(s.name).exists(),
-                        KINDS[s.kind].max_llm_calls(s.config, n_questions))
+                        KINDS[s.kind].max_llm_calls(s.config, counts))
             for s in session.plan.steps]
+
+
+def _known_chunk_count(session: Session) -> int | None:
+    """Chunks the run has: known only once the chunk step has run."""
+    chunks = session.artefact("chunks") / CHUNKS_FILE
+    return pl.scan_parquet(chunks).select(pl.len()).collect().item() if chunks.exists() else None
 
 
 def _known_question_count(session: Session) -> int | None:

@@ -21,21 +21,30 @@ class StepKind:
 
     ``version`` is part of every fingerprint: bump it whenever the kind's code
     changes what it writes, so stale artefacts are rebuilt rather than reused.
-    ``max_llm_calls(config, n_questions)`` bounds the LLM calls for --dry-run.
+    ``max_llm_calls(config, counts)`` bounds the LLM calls for --dry-run (None: unknown).
     ``publish`` names files copied to the run folder (e.g. metrics.json).
     """
 
     name: str
     version: str
     run: Callable[[StepContext], None]
-    max_llm_calls: Callable[[dict[str, Any], int | None], int | None]
+    max_llm_calls: Callable[[dict[str, Any], Counts], int | None]
     publish: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What a dry run knows about the data before running: exact once the steps that
+    produce it have run, otherwise bounded from the spec, otherwise None."""
+
+    questions: int | None
+    chunks: int | None
 
 
 KINDS: dict[str, StepKind] = {}
 
 
-def no_llm(config: dict[str, Any], n_questions: int | None) -> int:
+def no_llm(config: dict[str, Any], counts: Counts) -> int:
     return 0
 
 

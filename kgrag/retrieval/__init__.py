@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgrag.corpus.tokenizer import Tokenizer
+from kgrag.retrieval.hybrid import HybridStrategy
+from kgrag.retrieval.ket import KetStrategy
+from kgrag.retrieval.knng import KnngStrategy
 from kgrag.retrieval.naive import NaiveStrategy
 from kgrag.retrieval.units import Units
 
@@ -23,4 +26,5 @@ class Resources:
     tokenizer: Tokenizer
 
 
-STRATEGIES = {"naive": NaiveStrategy}
+STRATEGIES = {"naive": NaiveStrategy, "ket": KetStrategy, "knng": KnngStrategy,
+              "hybrid": HybridStrategy}

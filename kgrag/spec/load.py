@@ -24,6 +24,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kgrag.errors import KgragError
 from kgrag.spec.model import Spec, find_root, freeze
+from kgrag.spec.references import prune_defaults, reference_problems
 from kgrag.spec.schema import SCHEMA, VALIDATOR, fill_defaults
 
 KeyPath = tuple[Any, ...]
@@ -129,6 +130,10 @@ def _check(path: Path) -> tuple[list[str], _Document]:
         if not document.problems:
             document.data = fill_defaults(data, SCHEMA)
             document.problems.extend(_semantic_problems(document.data, document.lines))
+            document.problems.extend(
+                _Problem(_line_for(path, document.lines), path, text)
+                for path, text in reference_problems(data, document.data))
+            document.data = prune_defaults(document.data)
     ordered = sorted(document.problems, key=lambda p: (p.line, format_path(p.path), p.text))
     messages = [f"{path}:{p.line}: {format_path(p.path)}: {p.text}" for p in ordered]
     return list(dict.fromkeys(messages)), document
@@ -370,6 +375,8 @@ def _expected_types(schema: dict[str, Any]) -> str:
         if name in ("integer", "number") and bounds:
             word += " " + " and ".join(bounds)
         words.append(word)
+    if len(names) == 2 and "array" in names:  # a sweepable parameter: value or list of values
+        return f"{words[names.index('array') - 1]} or a list of them (a sweep)"
     return " or ".join(words)
 
 

@@ -81,6 +81,16 @@ class Spec:
         return self.data["chunking"]
 
     @property
+    def graphs(self) -> tuple[Mapping[str, Any], ...]:
+        """The graph builds, in spec order."""
+        return self.data["graphs"]
+
+    @property
+    def extraction(self) -> Mapping[str, Any]:
+        """LLM extraction settings shared by every skeleton build."""
+        return self.data["extraction"]
+
+    @property
     def query(self) -> tuple[Mapping[str, Any], ...]:
         """The query strategies, in spec order."""
         return self.data["query"]

@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 
 from kgrag.answer import answer
-from kgrag.pipeline.registry import step_kind
+from kgrag.pipeline.registry import Counts, step_kind
 from kgrag.pipeline.runner import StepContext
 from kgrag.steps.corpus import QUESTIONS
 from kgrag.steps.retrieve import RETRIEVED
@@ -15,9 +15,9 @@ from kgrag.steps.retrieve import RETRIEVED
 ANSWERS = "answers.parquet"
 
 
-def answered(config: dict[str, Any], n_questions: int | None) -> int | None:
+def answered(config: dict[str, Any], counts: Counts) -> int | None:
     """How many questions get an answer (one LLM call each)."""
-    limit = config["questions"]
+    limit, n_questions = config["questions"], counts.questions
     if n_questions is None:
         return limit
     return n_questions if limit is None else min(limit, n_questions)
@@ -28,7 +28,7 @@ def answer_questions(ctx: StepContext) -> None:
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
     retrieved = pl.read_parquet(ctx.input("retrieve") / RETRIEVED)
     table = questions.join(retrieved, on="question_id", how="inner")
-    table = table.head(answered(ctx.config, table.height))
+    table = table.head(answered(ctx.config, Counts(questions=table.height, chunks=None)))
     llm = ctx.models.llm
     rows = []
     for qid, question, context in ctx.progress(

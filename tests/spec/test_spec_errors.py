@@ -74,7 +74,7 @@ def test_wrong_type_message_names_type_minimum_and_value(tmp_path: Path) -> None
         """,
     )
     assert check_spec(path) == [
-        f'{path}:10: query[1].budget_tokens: expected integer ≥ 1, got "lots"'
+        f'{path}:10: query[1].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "lots"'
     ]
 
 
@@ -337,7 +337,7 @@ def test_all_errors_reported_together_sorted_by_line(tmp_path: Path) -> None:
             f"{path}:4: corpus.dataset: expected one of musique, hotpotqa, 2wiki, jsonl, text; "
             "got 'musiqe' (did you mean 'musique'?)"
         ),
-        f'{path}:9: query[0].budget_tokens: expected integer ≥ 1, got "lots"',
+        f'{path}:9: query[0].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "lots"',
         f"{path}:11: chunking.size: must be ≥ 16, got 8",
     ]
     with pytest.raises(KgragError) as raised:
@@ -361,5 +361,5 @@ def test_merge_keys_work_and_own_keys_win(tmp_path: Path) -> None:
         """,
     )
     assert check_spec(path) == [
-        f'{path}:12: query[1].budget_tokens: expected integer ≥ 1, got "many"'
+        f'{path}:12: query[1].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "many"'
     ]

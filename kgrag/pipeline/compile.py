@@ -1,0 +1,126 @@
+"""Compile a spec into a plan: graph builds, strategies and sweeps become steps.
+
+A parameter given as a list (a graph's β, K, τ; a strategy's θ or budget) is a
+sweep: every combination becomes its own graph variant or strategy row, named
+``<name>@key=value,…`` (no brackets: they are glob characters to parquet readers), and each reuses every upstream step it shares with the
+others, because shared steps get identical fingerprints.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from kgrag.errors import KgragError
+from kgrag.models import Models
+from kgrag.models.registry import file_sha256, folder_sha256
+from kgrag.pipeline.plan import Plan
+from kgrag.retrieval import STRATEGIES
+from kgrag.spec import Spec, thaw
+
+BENCHMARK_SHAPES = ("musique", "hotpotqa", "2wiki")
+SWEEPABLE_GRAPH = ("beta", "knn_k", "tau")
+SWEEPABLE_QUERY = ("budget_tokens", "theta")
+
+
+def has_questions(spec: Spec) -> bool:
+    return spec.corpus["dataset"] in BENCHMARK_SHAPES
+
+
+def variants(item: dict[str, Any], keys: tuple[str, ...]) -> list[tuple[dict[str, Any], dict]]:
+    """(swept values, concrete config) for every combination of the list-valued ``keys``."""
+    swept = [k for k in keys if isinstance(item.get(k), list)]
+    combos = itertools.product(*(item[k] for k in swept))
+    return [(dict(zip(swept, c)), {**item, **dict(zip(swept, c))}) for c in combos]
+
+
+def label(name: str, chosen: dict[str, Any]) -> str:
+    return name + (f"@{','.join(f'{k}={v}' for k, v in chosen.items())}" if chosen else "")
+
+
+def _source_sha256(path: Path) -> str:
+    if path.is_file():
+        return file_sha256(path)
+    if path.is_dir():
+        return folder_sha256(path)
+    raise KgragError(f"corpus path does not exist: {path}")
+
+
+def compile_plan(spec: Spec, models: Models) -> Plan:
+    """The steps a spec asks for, each fingerprinted from what changes its output."""
+    plan = Plan()
+    corpus = {k: v for k, v in thaw(spec.corpus).items() if k != "path"}
+    corpus["source_sha256"] = _source_sha256(spec.resolve(spec.corpus["path"]))
+    plan.add("corpus", "import", corpus)
+    embedder = models.embedder_model.sha256
+    plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
+             {"corpus": "corpus"})
+    llm = {"sha256": models.llm_model.sha256,
+           **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
+    graph_variants = _add_graphs(plan, spec, embedder, llm)
+    strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
+    if any("dense" in STRATEGIES[s["strategy"]].needs(s).values() for _, s in strategies):
+        plan.add("dense", "dense_index", {"embedder": embedder}, {"chunks": "chunks"})
+    if not has_questions(spec):
+        return plan
+    answering = spec.answer["questions"] != 0
+    evaluate_inputs = {"corpus": "corpus", "chunks": "chunks"}
+    for _, strategy in strategies:
+        name = strategy["name"]
+        retrieve = plan.add(f"retrieve.{name}", "retrieve",
+                            {"strategy": strategy, "embedder": embedder},
+                            {"corpus": "corpus", "chunks": "chunks",
+                             **STRATEGIES[strategy["strategy"]].needs(strategy)})
+        evaluate_inputs[retrieve.name] = retrieve.name
+        if answering:
+            step = plan.add(f"answer.{name}", "answer", {**thaw(spec.answer), "llm": llm},
+                            {"corpus": "corpus", "retrieve": retrieve.name})
+            evaluate_inputs[step.name] = step.name
+    plan.add("evaluate", "evaluate",
+             {"metrics": list(spec.evaluate["metrics"]), "dataset": spec.corpus["dataset"],
+              "strategies": [s for _, s in strategies],
+              "params": {s["name"]: chosen for chosen, s in strategies}}, evaluate_inputs)
+    return plan
+
+
+def _add_graphs(plan: Plan, spec: Spec, embedder: str, llm: dict[str, Any]
+                ) -> dict[str, list[tuple[dict[str, Any], str]]]:
+    """Steps for every graph build variant; returns graph name → [(swept values, label)]."""
+    built: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    extraction = {**thaw(spec.extraction),
+                  "llm": {**llm, "max_retries": spec.models["llm"]["max_retries"]}}
+    for graph in map(thaw, spec.graphs):
+        for chosen, cfg in variants(graph, SWEEPABLE_GRAPH):
+            name = label(graph["name"], chosen)
+            if cfg["kind"] == "skeleton":
+                core = plan.add(f"core.{name}", "core",
+                                {k: cfg[k] for k in ("beta", "select", "knn_k", "seed")}
+                                | {"embedder": embedder}, {"chunks": "chunks"})
+                extract = plan.add(f"extract.{name}", "extract",
+                                   {**extraction, "beta": cfg["beta"]},
+                                   {"chunks": "chunks", "core": core.name})
+                plan.add(f"skeleton.{name}", "skeleton", {"embedder": embedder},
+                         {"extract": extract.name})
+            else:
+                plan.add(f"bipartite.{name}", "bipartite", {"tau": cfg["tau"],
+                                                             "embedder": embedder},
+                         {"chunks": "chunks"})
+            built.setdefault(graph["name"], []).append((chosen, name))
+    return built
+
+
+def _expand_strategy(query: dict[str, Any],
+                     graphs: dict[str, list[tuple[dict[str, Any], str]]]
+                     ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every concrete strategy a (possibly swept) spec entry stands for."""
+    refs = [key for key in ("skeleton", "bipartite") if query.get(key)]
+    out = []
+    for picked in itertools.product(*(graphs[query[key]] for key in refs)):
+        for chosen, cfg in variants(query, SWEEPABLE_QUERY):
+            swept = {k: v for graph_chosen, _ in picked for k, v in graph_chosen.items()}
+            swept.update(chosen)
+            cfg = {**cfg, **{key: graph_name for key, (_, graph_name) in zip(refs, picked)}}
+            cfg["name"] = label(query["name"], swept)
+            out.append((swept, cfg))
+    return out

@@ -1,0 +1,71 @@
+"""Strategy ``hybrid``: Hybrid-RAG, GraphRAG local search on a full KG plus dense chunks.
+
+The paper's Hybrid-RAG joins the MS-Graph-RAG index and the Text-RAG index with
+"the context split equally" (it writes β=0.5 but means θ=0.5). Here θλ goes to
+local search on the skeleton, whose text units are the chunks, and dense chunks
+(naive's ranking) fill λ minus what the skeleton context actually took, so budget
+the skeleton leaves unused is not lost (the same flow as KET-RAG's, in the other
+direction). The skeleton's sections come first, then a ``-----Dense sources-----``
+section; a chunk already among the skeleton's sources is not repeated.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kgrag.errors import KgragError
+from kgrag.retrieval.local_search import TEXT_JOINER, Layout, LocalSearch, share
+from kgrag.retrieval.naive import DENSE_TABLE, NaiveStrategy
+from kgrag.retrieval.units import Context, Units
+from kgrag.store.vectors import VectorTable
+
+if TYPE_CHECKING:
+    from kgrag.retrieval import Resources
+
+DENSE_HEADER = "-----Dense sources-----"
+DEFAULT_THETA = 0.5
+
+
+class HybridStrategy:
+    """Skeleton local search for θ of the budget, dense chunks for the rest."""
+
+    def __init__(self, dense: NaiveStrategy, local: LocalSearch, units: Units, layout: Layout,
+                 budget: int, theta: float) -> None:
+        self.dense, self.local, self.units, self.layout = dense, local, units, layout
+        self.budget, self.theta = budget, theta
+
+    @staticmethod
+    def needs(config: dict[str, Any]) -> dict[str, str]:
+        if config.get("skeleton") is None:
+            raise KgragError(f"strategy {config['name']!r}: hybrid needs 'skeleton', the "
+                             "knowledge-graph build to search")
+        theta = config.get("theta", DEFAULT_THETA)
+        if not 0.0 <= theta <= 1.0:
+            raise KgragError(f"strategy {config['name']!r}: theta must be in [0, 1], got {theta}")
+        return {"dense": "dense", "skeleton": f"skeleton.{config['skeleton']}"}
+
+    @classmethod
+    def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
+             ) -> HybridStrategy:
+        units, budget = resources.units, config["budget_tokens"]
+        layout = Layout(resources.tokenizer)
+        local = LocalSearch.load(artefacts["skeleton"], units, layout,
+                                 top_entities=config.get("top_entities", 10))
+        # Candidates for the whole budget: the skeleton may leave all of it to dense chunks.
+        dense = NaiveStrategy(VectorTable.open(artefacts["dense"], DENSE_TABLE), units, None,
+                              budget)
+        return cls(dense, local, units, layout, budget, config.get("theta", DEFAULT_THETA))
+
+    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+        local = self.local.search(vector.astype(np.float32), share(self.theta, self.budget))
+        taken = set(local.unit_ids)
+        dense, _ = self.layout.fill(DENSE_HEADER, TEXT_JOINER,
+                                    [c for c in self.dense.ranked(vector) if c not in taken],
+                                    self.units.text, self.units.tokens,
+                                    self.budget - local.tokens)
+        unit_ids = local.unit_ids + dense.ids
+        text, tokens = self.layout.render([*local.sections, dense])
+        return Context(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens)

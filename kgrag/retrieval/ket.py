@@ -1,0 +1,181 @@
+"""Strategy ``ket``: KET-RAG retrieval (Alg. 4) and the baselines that are its special cases.
+
+The budget λ is split by θ. The keyword channel (Keyword-RAG, the mimicked local
+search on the text–keyword bipartite graph) gets B = int(λ(1−θ)); GraphRAG local
+search on the KG skeleton (``local_search``) gets the rest. The special cases are
+configurations, not code: θ=0 is Keyword-RAG, θ=1 on a β<1 skeleton is
+Skeleton-RAG, θ=1 on a β=1 skeleton is GraphRAG local search.
+
+Keyword channel, following the authors' code where the paper is loose:
+
+* Keywords are ranked by cosine to the question (their vectors are unnormalised
+  sentence means; the authors' inner product would favour keywords whose sentences
+  agree, cosine ranks by meaning alone), and at most 1000 are looked at.
+* Each keyword in turn adds its sub-chunks to a candidate pool in descending
+  question similarity, skipping ones already pooled. Everything stops at the first
+  sub-chunk that would take the pool past 2B tokens (a pool of exactly 2B is kept).
+* The pool is re-sorted by similarity and fills B greedily.
+
+Budget flow (authors' code): the keyword channel runs first and the skeleton gets
+λ minus what the keyword context actually took, so B it leaves unused is not lost.
+The context is the skeleton's sections first, then a ``-----Keyword sources-----``
+section. A sub-chunk the keyword channel took is not repeated in the skeleton's
+``-----Sources-----``; the saved tokens go to further skeleton text units.
+
+Text units are the sub-chunks of the bipartite build whenever the strategy reads
+one (θ<1), and the skeleton is then rewired to them; at θ=1 no bipartite graph is
+read and the skeleton's text units are the chunks themselves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from kgrag.errors import KgragError
+from kgrag.retrieval.local_search import (
+    TEXT_JOINER,
+    Layout,
+    LocalSearch,
+    Section,
+    best_first,
+    load_vectors,
+    share,
+)
+from kgrag.retrieval.units import Context, Units
+
+if TYPE_CHECKING:
+    from kgrag.retrieval import Resources
+
+SUBCHUNKS_FILE = "subchunks.parquet"
+EDGES_FILE = "edges.parquet"
+KEYWORD_TABLE = "keywords"
+SUBCHUNK_TABLE = "subchunks"
+KEYWORD_HEADER = "-----Keyword sources-----"
+KEYWORDS_SEARCHED = 1000
+
+
+def load_subchunks(folder: Path) -> tuple[Units, dict[str, str]]:
+    """The bipartite build's sub-chunks as text units, and each one's parent chunk."""
+    table = folder / SUBCHUNKS_FILE
+    parents = pl.read_parquet(table, columns=["chunk_id", "parent_chunk_id"])
+    return Units.load(table), dict(zip(parents["chunk_id"].to_list(),
+                                       parents["parent_chunk_id"].to_list()))
+
+
+class KeywordChannel:
+    """Keyword-RAG over one bipartite graph, held as matrices and index arrays."""
+
+    def __init__(self, keyword_matrix: np.ndarray, members: list[np.ndarray],
+                 subchunk_ids: list[str], subchunk_matrix: np.ndarray, units: Units,
+                 layout: Layout) -> None:
+        self.keyword_matrix, self.members = keyword_matrix, members
+        self.subchunk_ids, self.subchunk_matrix = subchunk_ids, subchunk_matrix
+        self.sizes = [units.tokens[s] for s in subchunk_ids]
+        self.units, self.layout = units, layout
+
+    @classmethod
+    def load(cls, folder: Path, units: Units, layout: Layout) -> KeywordChannel:
+        keywords, keyword_matrix = load_vectors(folder, KEYWORD_TABLE)
+        subchunk_ids, subchunk_matrix = load_vectors(folder, SUBCHUNK_TABLE)
+        if set(subchunk_ids) != units.text.keys():
+            raise KgragError(f"the sub-chunk vectors in {folder} do not match {SUBCHUNKS_FILE}")
+        edges = (pl.read_parquet(folder / EDGES_FILE, columns=["keyword", "subchunk_id"])
+                 .join(pl.DataFrame({"keyword": keywords, "k": range(len(keywords))}),
+                       on="keyword", how="left")
+                 .join(pl.DataFrame({"subchunk_id": subchunk_ids, "s": range(len(subchunk_ids))}),
+                       on="subchunk_id", how="left"))
+        if edges["k"].null_count() or edges["s"].null_count():
+            raise KgragError(f"{EDGES_FILE} in {folder} names keywords or sub-chunks that have "
+                             "no vector")
+        edges = edges.sort("k", "s")
+        degree = np.bincount(edges["k"].to_numpy(), minlength=len(keywords))
+        members = np.split(edges["s"].to_numpy(), np.cumsum(degree)[:-1])
+        return cls(keyword_matrix, members, subchunk_ids, subchunk_matrix, units, layout)
+
+    def pool(self, vector: np.ndarray, similarity: np.ndarray, limit: int) -> list[int]:
+        """Candidate sub-chunk indices, in the order the keywords brought them, up to
+        ``limit`` tokens (see the module docstring)."""
+        pooled: dict[int, None] = {}
+        size = 0
+        for keyword in best_first(self.keyword_matrix @ vector, KEYWORDS_SEARCHED):
+            members = self.members[keyword]
+            for sub in members[np.argsort(-similarity[members], kind="stable")].tolist():
+                if sub in pooled:
+                    continue
+                size += self.sizes[sub]
+                if size > limit:
+                    return list(pooled)
+                pooled[sub] = None
+        return list(pooled)
+
+    def search(self, vector: np.ndarray, budget: int) -> tuple[Section, int]:
+        """The keyword section within ``budget`` tokens and the tokens it may take."""
+        similarity = self.subchunk_matrix @ vector
+        pooled = sorted(self.pool(vector, similarity, 2 * budget),
+                        key=lambda sub: -similarity[sub])
+        return self.layout.fill(KEYWORD_HEADER, TEXT_JOINER,
+                                [self.subchunk_ids[sub] for sub in pooled],
+                                self.units.text, self.units.tokens, budget)
+
+
+class KetStrategy:
+    """KET-RAG: skeleton local search plus keyword retrieval, split by θ."""
+
+    def __init__(self, budget: int, theta: float, local: LocalSearch | None,
+                 keywords: KeywordChannel | None, units: Units, layout: Layout) -> None:
+        self.budget, self.theta = budget, theta
+        self.local, self.keywords, self.units, self.layout = local, keywords, units, layout
+
+    @staticmethod
+    def needs(config: dict[str, Any]) -> dict[str, str]:
+        theta = config["theta"]
+        if not 0.0 <= theta <= 1.0:
+            raise KgragError(f"strategy {config['name']!r}: theta must be in [0, 1], got {theta}")
+        needs = {}
+        if theta > 0:
+            if config.get("skeleton") is None:
+                raise KgragError(f"strategy {config['name']!r}: theta={theta} gives the skeleton "
+                                 "part of the budget, so 'skeleton' must name a skeleton build")
+            needs["skeleton"] = f"skeleton.{config['skeleton']}"
+        if theta < 1:
+            if config.get("bipartite") is None:
+                raise KgragError(f"strategy {config['name']!r}: theta={theta} gives keywords "
+                                 "part of the budget, so 'bipartite' must name a bipartite build")
+            needs["bipartite"] = f"bipartite.{config['bipartite']}"
+        return needs
+
+    @classmethod
+    def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
+             ) -> KetStrategy:
+        layout = Layout(resources.tokenizer)
+        units, parent_of, keywords = resources.units, None, None
+        if "bipartite" in artefacts:
+            units, parent_of = load_subchunks(artefacts["bipartite"])
+            keywords = KeywordChannel.load(artefacts["bipartite"], units, layout)
+        local = None
+        if "skeleton" in artefacts:
+            local = LocalSearch.load(artefacts["skeleton"], units, layout, parent_of=parent_of,
+                                     top_entities=config.get("top_entities", 10))
+        return cls(config["budget_tokens"], config["theta"], local, keywords, units, layout)
+
+    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+        vector = vector.astype(np.float32)
+        sections: list[Section] = []
+        skeleton_units: list[str] = []
+        keyword_units: list[str] = []
+        used = 0
+        if self.keywords is not None:
+            found, used = self.keywords.search(vector, share(1 - self.theta, self.budget))
+            sections.append(found)
+            keyword_units = found.ids
+        if self.local is not None:
+            local = self.local.search(vector, self.budget - used, frozenset(keyword_units))
+            sections = local.sections + sections
+            skeleton_units = local.unit_ids
+        unit_ids = skeleton_units + keyword_units
+        text, tokens = self.layout.render(sections)
+        return Context(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens)

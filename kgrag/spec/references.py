@@ -1,0 +1,81 @@
+"""Cross-references between a spec's graph builds and query strategies.
+
+The schema lists every parameter any graph kind or strategy takes; which of
+them apply to which kind, and which graph a strategy may name, is checked here,
+so that a parameter that would silently do nothing (``tau`` on a skeleton,
+``theta`` on ``naive``) is an error rather than a no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+GRAPH_PARAMS = {"skeleton": {"beta", "select", "knn_k", "seed"}, "bipartite": {"tau"}}
+STRATEGY_PARAMS = {
+    "naive": {"top_k"},
+    "ket": {"theta", "skeleton", "bipartite", "top_entities"},
+    "knng": {"top_k", "skeleton"},
+    "hybrid": {"theta", "skeleton", "top_entities"},
+}
+COMMON_GRAPH = {"name", "kind"}
+COMMON_STRATEGY = {"name", "strategy", "budget_tokens"}
+
+Problem = tuple[tuple[Any, ...], str]
+
+
+def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[Problem]:
+    """(key path, message) for every misplaced parameter or dangling graph reference.
+
+    ``raw`` is what the user wrote (to see which parameters were set explicitly);
+    ``filled`` has the defaults (to see the effective θ).
+    """
+    kinds: dict[str, str] = {}
+    for i, graph in enumerate(raw.get("graphs", [])):
+        if graph["name"] in kinds:
+            yield ("graphs", i, "name"), f"duplicate graph name '{graph['name']}'"
+        kinds[graph["name"]] = graph["kind"]
+        yield from _misplaced(("graphs", i), graph, GRAPH_PARAMS[graph["kind"]] | COMMON_GRAPH,
+                              f"a {graph['kind']} graph")
+    for i, (q_raw, q) in enumerate(zip(raw.get("query", []), filled["query"])):
+        strategy = q["strategy"]
+        yield from _misplaced(("query", i), q_raw, STRATEGY_PARAMS[strategy] | COMMON_STRATEGY,
+                              f"strategy {strategy}")
+        thetas = q["theta"] if isinstance(q["theta"], list) else [q["theta"]]
+        wanted = []
+        if strategy in ("knng", "hybrid") or (strategy == "ket" and max(thetas) > 0):
+            wanted.append(("skeleton", "skeleton"))
+        if strategy == "ket" and min(thetas) < 1:
+            wanted.append(("bipartite", "bipartite"))
+        for key, kind in wanted:
+            name = q[key]
+            if name is None:
+                yield ("query", i), _missing(strategy, key, kind, thetas)
+            elif kinds.get(name) != kind:
+                known = [g for g, k in kinds.items() if k == kind]
+                yield ("query", i, key), (f"no {kind} graph named '{name}' in graphs "
+                                          f"(known: {', '.join(known) or 'none'})")
+
+
+def prune_defaults(filled: dict[str, Any]) -> dict[str, Any]:
+    """Drop the defaults the schema filled in for parameters that do not apply to an
+    item's kind, so configs (and fingerprints) carry only what an item uses."""
+    graphs = [{k: v for k, v in g.items() if k in GRAPH_PARAMS[g["kind"]] | COMMON_GRAPH}
+              for g in filled["graphs"]]
+    query = [{k: v for k, v in q.items() if k in STRATEGY_PARAMS[q["strategy"]] | COMMON_STRATEGY}
+             for q in filled["query"]]
+    return {**filled, "graphs": graphs, "query": query}
+
+
+def _misplaced(path: tuple[Any, ...], item: dict[str, Any], allowed: set[str], what: str
+               ) -> Iterator[Problem]:
+    for key in item:
+        if key not in allowed:
+            yield (*path, key), f"'{key}' is not a parameter of {what}"
+
+
+def _missing(strategy: str, key: str, kind: str, thetas: list[float]) -> str:
+    if strategy == "ket":
+        why = "θ > 0 needs a skeleton" if kind == "skeleton" else "θ < 1 needs a bipartite graph"
+        return f"strategy ket with theta {thetas}: {why}; set '{key}' to a {kind} graph name"
+    return f"strategy {strategy} needs '{key}': the name of a {kind} graph"

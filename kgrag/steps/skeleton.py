@@ -1,0 +1,137 @@
+"""KET-RAG's skeleton build as three steps (Alg. 3, KG part).
+
+``core``     KNN chunk graph + PageRank (or uniform) core selection — no LLM.
+``extract``  LLM extraction on the core chunks only — the one LLM-paying step. Its
+             per-chunk calls live in the shared cache, keyed by chunk text, model,
+             prompt and schema, so any other build over the same chunks (another β,
+             HugRAG's hierarchy) replays them instead of paying again.
+``skeleton`` entity and relationship tables with rendered rows, entity vectors in
+             LanceDB, and a GraphML export.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import polars as pl
+
+from kgrag.errors import KgragError
+from kgrag.graphs.core import pagerank, select_core
+from kgrag.graphs.extraction import extract, merge
+from kgrag.graphs.knn import knn_graph
+from kgrag.pipeline.registry import Counts, step_kind
+from kgrag.pipeline.runner import StepContext
+from kgrag.retrieval.units import CHUNKS_FILE
+from kgrag.store.vectors import VectorTable
+
+CORE = "core.parquet"
+KNN = "knn.parquet"
+EXTRACTIONS = "extractions.parquet"
+ENTITIES = "entities.parquet"
+RELATIONSHIPS = "relationships.parquet"
+ENTITY_TABLE = "entities"
+GRAPHML = "skeleton.graphml"
+
+
+@step_kind("core", "1")
+def core(ctx: StepContext) -> None:
+    chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE, columns=["chunk_id", "context"])
+    texts = chunks["context"].to_list()
+    graph = knn_graph(texts, ctx.models.embedder.encode(texts), ctx.config["knn_k"])
+    chosen = select_core(graph, ctx.config["beta"], ctx.config["select"], ctx.config["seed"])
+    selected = np.zeros(len(texts), dtype=bool)
+    selected[chosen] = True
+    ids = chunks["chunk_id"]
+    pl.DataFrame({"chunk_id": ids, "pagerank": pagerank(graph), "core": selected}
+                 ).write_parquet(ctx.out_dir / CORE)
+    rows, cols = graph.nonzero()
+    pl.DataFrame({"source": ids.gather(rows), "target": ids.gather(cols)}
+                 ).write_parquet(ctx.out_dir / KNN)
+    ctx.notes.update(chunks=len(texts), core_chunks=int(selected.sum()),
+                     knn_edges=int(graph.nnz // 2))
+
+
+def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
+    """One call per core chunk, plus the retries each may need."""
+    if counts.chunks is None:
+        return None
+    core_chunks = math.ceil(round(config["beta"] * counts.chunks, 9))
+    return core_chunks * (1 + config["llm"]["max_retries"])
+
+
+@step_kind("extract", "1", max_llm_calls=extraction_calls)
+def extract_core(ctx: StepContext) -> None:
+    chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE, columns=["chunk_id", "context"])
+    core_ids = pl.read_parquet(ctx.input("core") / CORE).filter(pl.col("core"))["chunk_id"]
+    todo = chunks.filter(pl.col("chunk_id").is_in(core_ids.implode()))
+    cfg, llm = ctx.config, ctx.models.llm
+    extractions = [
+        extract(llm, chunk_id, text, style=cfg["prompt"], max_tokens=cfg["max_tokens"],
+                max_entities=cfg["max_entities"], max_relationships=cfg["max_relationships"],
+                keep_ungrounded=cfg["keep_ungrounded"])
+        for chunk_id, text in ctx.progress(zip(todo["chunk_id"], todo["context"]),
+                                           total=todo.height, desc="extract")
+    ]
+    pl.DataFrame({
+        "chunk_id": [x.chunk_id for x in extractions],
+        "attempts": [x.attempts for x in extractions],
+        "error": [x.error for x in extractions],
+        "entities": [len(x.entities) for x in extractions],
+        "relationships": [len(x.relationships) for x in extractions],
+        "entities_raw": [x.counts.entities_raw for x in extractions],
+        "entities_ungrounded": [x.counts.entities_ungrounded for x in extractions],
+    }, schema_overrides={"error": pl.String}).write_parquet(ctx.out_dir / EXTRACTIONS)
+    entities, relationships = merge(extractions)
+    entities.write_parquet(ctx.out_dir / ENTITIES)
+    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS)
+    failed = [x.chunk_id for x in extractions if x.failed]
+    ctx.notes.update(
+        core_chunks=len(extractions), failed_chunks=failed,
+        parsed_first_try=round(sum(x.attempts == 1 and not x.failed for x in extractions)
+                               / max(1, len(extractions)), 4),
+        entities=entities.height, relationships=relationships.height)
+
+
+@step_kind("skeleton", "1")
+def skeleton(ctx: StepContext) -> None:
+    entities = pl.read_parquet(ctx.input("extract") / ENTITIES)
+    relationships = pl.read_parquet(ctx.input("extract") / RELATIONSHIPS)
+    if entities.is_empty():
+        raise KgragError(f"{ctx.step.name}: the extraction produced no entities (see the "
+                         "extract step's failed_chunks in the manifest); nothing to build")
+    tokenizer = ctx.models.tokenizer
+    entities = entities.with_columns(
+        entity_id=pl.format("E{}", pl.int_range(1, pl.len() + 1)),
+        chunk_ids=pl.col("source_chunk_ids"))
+    entities = entities.with_columns(
+        row=pl.format("{}|{}|{}|{}", "entity_id", "name", "type", "description"))
+    relationships = relationships.with_columns(
+        relationship_id=pl.format("R{}", pl.int_range(1, pl.len() + 1)),
+        chunk_ids=pl.col("source_chunk_ids"))
+    relationships = relationships.with_columns(
+        row=pl.format("{}|{}|{}|{}|{}", "relationship_id", "source", "target", "description",
+                      pl.col("strength").round(1)))
+    entities = entities.with_columns(
+        row_tokens=pl.Series(tokenizer.count_many(entities["row"].to_list()), dtype=pl.Int64))
+    relationships = relationships.with_columns(
+        row_tokens=pl.Series(tokenizer.count_many(relationships["row"].to_list()),
+                             dtype=pl.Int64))
+    entities.write_parquet(ctx.out_dir / ENTITIES)
+    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS)
+    described = [f"{n}: {d}" for n, d in zip(entities["name"], entities["description"])]
+    VectorTable.create(ctx.out_dir, ENTITY_TABLE, entities["entity_id"].to_list(),
+                       ctx.models.embedder.encode(described))
+    graph = nx.Graph()
+    for name, kind, description in zip(entities["name"], entities["type"],
+                                        entities["description"]):
+        graph.add_node(name, type=kind, description=description)
+    for source, target, description, strength in zip(
+            relationships["source"], relationships["target"], relationships["description"],
+            relationships["strength"]):
+        graph.add_edge(source, target, description=description, strength=float(strength))
+    nx.write_graphml(graph, ctx.out_dir / GRAPHML)
+    ctx.notes.update(entities=entities.height, relationships=relationships.height,
+                     components=nx.number_connected_components(graph))

@@ -1,0 +1,73 @@
+"""Compiling specs into plans: graph builds, strategy references and sweeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgrag import api
+from kgrag.errors import KgragError
+from kgrag.pipeline.compile import label, variants
+from tests.conftest import write_spec
+
+GRAPHS = [{"name": "skel", "kind": "skeleton", "beta": [0.2, 1.0]},
+          {"name": "kw", "kind": "bipartite", "tau": 1}]
+
+
+def steps(spec) -> dict:
+    return {s.name: s for s in api.open_session(spec).plan.steps}
+
+
+def test_variants_and_labels():
+    chosen = variants({"name": "x", "beta": [0.2, 0.8], "tau": 1}, ("beta", "tau"))
+    assert [c for c, _ in chosen] == [{"beta": 0.2}, {"beta": 0.8}]
+    assert chosen[1][1] == {"name": "x", "beta": 0.8, "tau": 1}
+    assert label("skel", {"beta": 0.2, "theta": 0.4}) == "skel@beta=0.2,theta=0.4"
+    assert label("skel", {}) == "skel"
+
+
+def test_a_beta_sweep_builds_one_skeleton_per_value_sharing_the_rest(project):
+    spec = write_spec(project, graphs=GRAPHS, query=[
+        {"name": "text", "strategy": "naive"},
+        {"name": "kw", "strategy": "ket", "bipartite": "kw", "theta": 0}])
+    plan = steps(spec)
+    assert {"core.skel@beta=0.2", "extract.skel@beta=1.0", "skeleton.skel@beta=1.0",
+            "bipartite.kw"} <= set(plan)
+    assert plan["extract.skel@beta=0.2"].inputs["chunks"] == "chunks"
+    assert plan["retrieve.kw"].inputs == {"corpus": "corpus", "chunks": "chunks",
+                                          "bipartite": "bipartite.kw"}
+    # the chunking every variant shares is one step with one fingerprint
+    assert plan["core.skel@beta=0.2"].inputs["chunks"] == plan["bipartite.kw"].inputs["chunks"]
+
+
+def test_a_theta_sweep_reuses_every_index_step(project):
+    query = [{"name": "ket", "strategy": "ket", "skeleton": "skel", "bipartite": "kw",
+              "theta": [0.0, 0.5]}]
+    one = steps(write_spec(project, name="one", graphs=GRAPHS, query=query))
+    rows = sorted(n for n in one if n.startswith("retrieve."))
+    assert rows == ["retrieve.ket@beta=0.2,theta=0.0", "retrieve.ket@beta=0.2,theta=0.5",
+                    "retrieve.ket@beta=1.0,theta=0.0", "retrieve.ket@beta=1.0,theta=0.5"]
+    query[0]["theta"] = [0.0, 0.5, 1.0]
+    two = steps(write_spec(project, name="two", graphs=GRAPHS, query=query))
+    index = [n for n in one if n.split(".")[0] in ("core", "extract", "skeleton", "bipartite")]
+    assert all(one[n].fingerprint == two[n].fingerprint for n in index)
+    assert one["evaluate"].config["params"]["ket@beta=1.0,theta=0.5"] == {"beta": 1.0,
+                                                                          "theta": 0.5}
+
+
+@pytest.mark.parametrize("graphs, query, message", [
+    (GRAPHS, [{"name": "k", "strategy": "ket", "theta": 0.4, "bipartite": "kw"}],
+     "θ > 0 needs a skeleton"),
+    (GRAPHS, [{"name": "k", "strategy": "ket", "theta": 0, "bipartite": "nope"}],
+     "no bipartite graph named 'nope'"),
+    (GRAPHS, [{"name": "k", "strategy": "naive", "theta": 0.4}],
+     "'theta' is not a parameter of strategy naive"),
+    ([{"name": "kw", "kind": "bipartite", "beta": 0.5}], [{"name": "t", "strategy": "naive"}],
+     "'beta' is not a parameter of a bipartite graph"),
+    ([{"name": "s", "kind": "skeleton", "beta": 1.5}], [{"name": "t", "strategy": "naive"}],
+     "graphs[0].beta: must be ≤ 1, got 1.5"),
+])
+def test_bad_references_and_parameters_are_spec_errors(project, graphs, query, message):
+    spec = write_spec(project, graphs=graphs, query=query)
+    with pytest.raises(KgragError) as err:
+        api.open_session(spec)
+    assert message in str(err.value)
