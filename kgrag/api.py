@@ -54,7 +54,7 @@ def open_session(spec_path: str | Path) -> Session:
     """Load and validate a spec, resolve its models and compile its plan (no work is done)."""
     spec = load_spec(spec_path)
     cache = CallCache(spec.cache_dir)
-    models = Models(spec.models, cache, spec.path.parent)
+    models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"])
     return Session(spec, cache, models, compile_plan(spec, models))
 
 

@@ -37,15 +37,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         session = api.open_session(args.spec)
         print(f"plan for {session.spec.name} -> {session.run_dir}")
-        total = 0
+        total, unknown = 0, 0
         for planned in api.dry_run(session):
             bound = planned.max_llm_calls
             total += bound or 0
+            unknown += bound is None and not planned.reuse
             calls = "?" if bound is None else f"≤{bound}"
             action = "reuse" if planned.reuse else "run"
             print(f"  {planned.step.name:<24} {planned.step.kind:<12} "
                   f"{planned.step.fingerprint[:12]}  {action:<5}  llm calls {calls}")
-        print(f"at most {total} LLM calls (cached calls cost nothing)")
+        more = f", plus {unknown} step(s) marked ? (known once chunking has run)" if unknown else ""
+        print(f"at most {total} LLM calls{more} (cached calls cost nothing)")
         return 0
     result = api.run(args.spec, force=tuple(args.force))
     if result.metrics is not None:

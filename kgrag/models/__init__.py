@@ -19,22 +19,36 @@ class Models:
     """The models of one spec, resolved eagerly (so a bad name fails before any work)
     and loaded lazily (so a fully cached run never loads a model)."""
 
-    def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path) -> None:
+    def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path,
+                 extraction_model: str | None = None) -> None:
         self.config = config
         self.cache = cache
         self.llm_model: ResolvedModel = resolve_llm(config["llm"]["model"], base_dir)
+        self.extraction_model: ResolvedModel = (
+            self.llm_model if extraction_model is None
+            else resolve_llm(extraction_model, base_dir))
         self.embedder_model: ResolvedModel = resolve_embedder(config["embedder"]["model"],
                                                               base_dir)
 
-    @cached_property
-    def llm(self) -> CachedLLM:
-        c, m = self.config["llm"], self.llm_model
+    def _cached_llm(self, m: ResolvedModel) -> CachedLLM:
+        c = self.config["llm"]
         settings = LLMSettings(
             name=m.name if m.bundled else m.path.name, path=m.path, sha256=m.sha256,
             n_ctx=c["n_ctx"], temperature=c["temperature"], top_p=c["top_p"], seed=c["seed"],
             n_threads=c["n_threads"], n_gpu_layers=c["n_gpu_layers"], max_retries=c["max_retries"],
         )
         return CachedLLM(settings, self.cache)
+
+    @cached_property
+    def llm(self) -> CachedLLM:
+        return self._cached_llm(self.llm_model)
+
+    @cached_property
+    def extraction_llm(self) -> CachedLLM:
+        """The LLM of extraction steps: ``extraction.model`` when a spec sets it."""
+        if self.extraction_model == self.llm_model:
+            return self.llm
+        return self._cached_llm(self.extraction_model)
 
     @cached_property
     def embedder(self) -> CachedEmbedder:
@@ -50,11 +64,15 @@ class Models:
         return Tokenizer.from_dir(self.embedder_model.path)
 
     def usage_snapshot(self) -> tuple[Usage, Usage]:
-        llm = self.__dict__.get("llm")
+        """LLM usage (all LLMs together) and embedder usage so far."""
+        llms = {id(x): x for x in (self.__dict__.get("llm"), self.__dict__.get("extraction_llm"))
+                if x is not None}
+        total = sum((llm.usage for llm in llms.values()), Usage())
         embedder = self.__dict__.get("embedder")
-        return (llm.usage.snapshot() if llm else Usage(),
-                embedder.usage.snapshot() if embedder else Usage())
+        return total, embedder.usage.snapshot() if embedder else Usage()
 
     def describe(self) -> dict[str, Any]:
-        return {m.kind: {"name": m.name, "path": str(m.path), "sha256": m.sha256}
-                for m in (self.llm_model, self.embedder_model)}
+        roles = {"llm": self.llm_model, "extraction_llm": self.extraction_model,
+                 "embedder": self.embedder_model}
+        return {role: {"name": m.name, "path": str(m.path), "sha256": m.sha256}
+                for role, m in roles.items()}

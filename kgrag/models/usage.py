@@ -25,6 +25,9 @@ class Usage:
     def snapshot(self) -> Usage:
         return Usage(**asdict(self))
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
     def since(self, before: Usage) -> Usage:
         return Usage(**{f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self)})
 

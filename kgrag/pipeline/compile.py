@@ -58,7 +58,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
              {"corpus": "corpus"})
     llm = {"sha256": models.llm_model.sha256,
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
-    graph_variants = _add_graphs(plan, spec, embedder, llm)
+    graph_variants = _add_graphs(plan, spec, models, llm)
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
     if any("dense" in STRATEGIES[s["strategy"]].needs(s).values() for _, s in strategies):
         plan.add("dense", "dense_index", {"embedder": embedder}, {"chunks": "chunks"})
@@ -84,12 +84,14 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     return plan
 
 
-def _add_graphs(plan: Plan, spec: Spec, embedder: str, llm: dict[str, Any]
+def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
                 ) -> dict[str, list[tuple[dict[str, Any], str]]]:
     """Steps for every graph build variant; returns graph name → [(swept values, label)]."""
     built: dict[str, list[tuple[dict[str, Any], str]]] = {}
-    extraction = {**thaw(spec.extraction),
-                  "llm": {**llm, "max_retries": spec.models["llm"]["max_retries"]}}
+    embedder = models.embedder_model.sha256
+    extraction = {k: v for k, v in thaw(spec.extraction).items() if k != "model"}
+    extraction["llm"] = {**llm, "sha256": models.extraction_model.sha256,
+                         "max_retries": spec.models["llm"]["max_retries"]}
     for graph in map(thaw, spec.graphs):
         for chosen, cfg in variants(graph, SWEEPABLE_GRAPH):
             name = label(graph["name"], chosen)

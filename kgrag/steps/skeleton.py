@@ -67,7 +67,7 @@ def extract_core(ctx: StepContext) -> None:
     chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE, columns=["chunk_id", "context"])
     core_ids = pl.read_parquet(ctx.input("core") / CORE).filter(pl.col("core"))["chunk_id"]
     todo = chunks.filter(pl.col("chunk_id").is_in(core_ids.implode()))
-    cfg, llm = ctx.config, ctx.models.llm
+    cfg, llm = ctx.config, ctx.models.extraction_llm
     extractions = [
         extract(llm, chunk_id, text, style=cfg["prompt"], max_tokens=cfg["max_tokens"],
                 max_entities=cfg["max_entities"], max_relationships=cfg["max_relationships"],
@@ -89,7 +89,8 @@ def extract_core(ctx: StepContext) -> None:
     relationships.write_parquet(ctx.out_dir / RELATIONSHIPS)
     failed = [x.chunk_id for x in extractions if x.failed]
     ctx.notes.update(
-        core_chunks=len(extractions), failed_chunks=failed,
+        core_chunks=len(extractions), attempts=sum(x.attempts for x in extractions),
+        failed_chunks=failed,
         parsed_first_try=round(sum(x.attempts == 1 and not x.failed for x in extractions)
                                / max(1, len(extractions)), 4),
         entities=entities.height, relationships=relationships.height)
