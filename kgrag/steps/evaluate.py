@@ -16,7 +16,7 @@ from kgrag.steps.retrieve import RETRIEVED
 METRICS = "metrics.json"
 
 
-@step_kind("evaluate", "2", publish=(METRICS,))
+@step_kind("evaluate", "3", publish=(METRICS,))
 def evaluate(ctx: StepContext) -> None:
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
     rows = []
@@ -25,7 +25,8 @@ def evaluate(ctx: StepContext) -> None:
         retrieved = pl.read_parquet(ctx.input(f"retrieve.{name}") / RETRIEVED)
         answers_dir = ctx.inputs.get(f"answer.{name}")
         answers = None if answers_dir is None else pl.read_parquet(answers_dir / ANSWERS)
-        rows.append(strategy_row(name, strategy["strategy"], ctx.config["metrics"], questions,
-                                 retrieved, answers))
+        row = strategy_row(name, strategy["strategy"], ctx.config["metrics"], questions,
+                           retrieved, answers)
+        rows.append({**row, "params": ctx.config["params"][name]})  # swept values, if any
     result = {"dataset": ctx.config["dataset"], "n_questions": questions.height, "rows": rows}
     (ctx.out_dir / METRICS).write_text(json.dumps(result, indent=2) + "\n")
