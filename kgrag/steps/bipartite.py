@@ -13,12 +13,11 @@ from kgrag.graphs.bipartite import build_bipartite
 from kgrag.graphs.subchunks import split_subchunks
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
+from kgrag.retrieval.ket import EDGES_FILE, KEYWORD_TABLE, SUBCHUNK_TABLE, SUBCHUNKS_FILE
 from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.store.vectors import VectorTable
 
-SUBCHUNKS = "subchunks.parquet"
 KEYWORDS = "keywords.parquet"
-EDGES = "edges.parquet"
 
 
 @step_kind("bipartite", "1")
@@ -33,13 +32,13 @@ def bipartite(ctx: StepContext) -> None:
         "doc_id", "j", "title", "text", "context",
         context_tokens=pl.Series(tokenizer.count_many(parts["context"].to_list()),
                                  dtype=pl.Int64))
-    units.write_parquet(ctx.out_dir / SUBCHUNKS)
+    units.write_parquet(ctx.out_dir / SUBCHUNKS_FILE)
     graph = build_bipartite(parts, embedder.encode)
     graph.keywords.select("keyword", "n_subchunks").write_parquet(ctx.out_dir / KEYWORDS)
-    graph.edges.write_parquet(ctx.out_dir / EDGES)
-    VectorTable.create(ctx.out_dir, "keywords", graph.keywords["keyword"].to_list(),
+    graph.edges.write_parquet(ctx.out_dir / EDGES_FILE)
+    VectorTable.create(ctx.out_dir, KEYWORD_TABLE, graph.keywords["keyword"].to_list(),
                        graph.keywords["vector"].to_numpy())
-    VectorTable.create(ctx.out_dir, "subchunks", units["chunk_id"].to_list(),
+    VectorTable.create(ctx.out_dir, SUBCHUNK_TABLE, units["chunk_id"].to_list(),
                        embedder.encode(units["context"].to_list()))
     ctx.notes.update(subchunks=units.height, keywords=graph.keywords.height,
                      edges=graph.edges.height, sentences=graph.sentences.height)

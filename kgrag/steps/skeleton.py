@@ -24,15 +24,13 @@ from kgrag.graphs.extraction import extract, merge
 from kgrag.graphs.knn import knn_graph
 from kgrag.pipeline.registry import Counts, step_kind
 from kgrag.pipeline.runner import StepContext
+from kgrag.retrieval.knng import KNN_FILE
+from kgrag.retrieval.local_search import ENTITIES_FILE, ENTITY_TABLE, RELATIONSHIPS_FILE
 from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.store.vectors import VectorTable
 
 CORE = "core.parquet"
-KNN = "knn.parquet"
 EXTRACTIONS = "extractions.parquet"
-ENTITIES = "entities.parquet"
-RELATIONSHIPS = "relationships.parquet"
-ENTITY_TABLE = "entities"
 GRAPHML = "skeleton.graphml"
 
 
@@ -49,7 +47,7 @@ def core(ctx: StepContext) -> None:
                  ).write_parquet(ctx.out_dir / CORE)
     rows, cols = graph.nonzero()
     pl.DataFrame({"source": ids.gather(rows), "target": ids.gather(cols)}
-                 ).write_parquet(ctx.out_dir / KNN)
+                 ).write_parquet(ctx.out_dir / KNN_FILE)
     ctx.notes.update(chunks=len(texts), core_chunks=int(selected.sum()),
                      knn_edges=int(graph.nnz // 2))
 
@@ -85,8 +83,8 @@ def extract_core(ctx: StepContext) -> None:
         "entities_ungrounded": [x.counts.entities_ungrounded for x in extractions],
     }, schema_overrides={"error": pl.String}).write_parquet(ctx.out_dir / EXTRACTIONS)
     entities, relationships = merge(extractions)
-    entities.write_parquet(ctx.out_dir / ENTITIES)
-    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS)
+    entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
+    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS_FILE)
     failed = [x.chunk_id for x in extractions if x.failed]
     ctx.notes.update(
         core_chunks=len(extractions), attempts=sum(x.attempts for x in extractions),
@@ -98,8 +96,8 @@ def extract_core(ctx: StepContext) -> None:
 
 @step_kind("skeleton", "1")
 def skeleton(ctx: StepContext) -> None:
-    entities = pl.read_parquet(ctx.input("extract") / ENTITIES)
-    relationships = pl.read_parquet(ctx.input("extract") / RELATIONSHIPS)
+    entities = pl.read_parquet(ctx.input("extract") / ENTITIES_FILE)
+    relationships = pl.read_parquet(ctx.input("extract") / RELATIONSHIPS_FILE)
     if entities.is_empty():
         raise KgragError(f"{ctx.step.name}: the extraction produced no entities (see the "
                          "extract step's failed_chunks in the manifest); nothing to build")
@@ -120,8 +118,8 @@ def skeleton(ctx: StepContext) -> None:
     relationships = relationships.with_columns(
         row_tokens=pl.Series(tokenizer.count_many(relationships["row"].to_list()),
                              dtype=pl.Int64))
-    entities.write_parquet(ctx.out_dir / ENTITIES)
-    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS)
+    entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
+    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS_FILE)
     described = [f"{n}: {d}" for n, d in zip(entities["name"], entities["description"])]
     VectorTable.create(ctx.out_dir, ENTITY_TABLE, entities["entity_id"].to_list(),
                        ctx.models.embedder.encode(described))
