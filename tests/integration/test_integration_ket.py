@@ -12,7 +12,7 @@ from kgrag.cli import main
 from kgrag.models.llm import CachedLLM
 from tests.conftest import ScriptedBackend, write_spec
 
-GRAPHS = [{"name": "skel", "kind": "skeleton", "beta": 0.05},
+GRAPHS = [{"name": "skel", "kind": "skeleton", "beta": 0.04},  # 1 of 21 chunks
           {"name": "kw", "kind": "bipartite", "tau": 1}]
 QUERY = [{"name": "ket", "strategy": "ket", "skeleton": "skel", "bipartite": "kw",
           "theta": [0.0, 0.4], "budget_tokens": 600}]
