@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any
 
 import networkx as nx
@@ -60,7 +61,7 @@ def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
     return core_chunks * (1 + config["llm"]["max_retries"])
 
 
-@step_kind("extract", "1", max_llm_calls=extraction_calls)
+@step_kind("extract", "2", max_llm_calls=extraction_calls)
 def extract_core(ctx: StepContext) -> None:
     chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE, columns=["chunk_id", "context"])
     core_ids = pl.read_parquet(ctx.input("core") / CORE).filter(pl.col("core"))["chunk_id"]
@@ -73,15 +74,12 @@ def extract_core(ctx: StepContext) -> None:
         for chunk_id, text in ctx.progress(zip(todo["chunk_id"], todo["context"]),
                                            total=todo.height, desc="extract")
     ]
-    pl.DataFrame({
-        "chunk_id": [x.chunk_id for x in extractions],
-        "attempts": [x.attempts for x in extractions],
-        "error": [x.error for x in extractions],
-        "entities": [len(x.entities) for x in extractions],
-        "relationships": [len(x.relationships) for x in extractions],
-        "entities_raw": [x.counts.entities_raw for x in extractions],
-        "entities_ungrounded": [x.counts.entities_ungrounded for x in extractions],
-    }, schema_overrides={"error": pl.String}).write_parquet(ctx.out_dir / EXTRACTIONS)
+    pl.DataFrame(
+        [{"chunk_id": x.chunk_id, "attempts": x.attempts, "error": x.error,
+          "entities": len(x.entities), "relationships": len(x.relationships),
+          **asdict(x.counts)} for x in extractions],
+        schema_overrides={"error": pl.String},
+    ).write_parquet(ctx.out_dir / EXTRACTIONS)  # every filter's counts, per chunk
     entities, relationships = merge(extractions)
     entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
     relationships.write_parquet(ctx.out_dir / RELATIONSHIPS_FILE)
