@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,9 @@ class CallCache:
             self._cache = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none")
         except OSError as exc:
             raise KgragError(f"cannot open the model-call cache at {directory}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise KgragError(f"the model-call cache at {directory} is damaged ({exc}); move or "
+                             "delete that folder (its calls will be recomputed)") from exc
         self.directory = directory
 
     def get(self, key: str, model: str) -> dict[str, Any] | None:

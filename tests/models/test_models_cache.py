@@ -114,3 +114,13 @@ def test_stats_count_entries_and_hits_by_model(cache):
     assert stats.entries == 1 and stats.size_bytes > 0
     assert stats.by_model["toy"] == {"hits": 1, "misses": 1}
     assert cache.clear() >= 1 and cache.stats().entries == 0
+
+
+def test_a_damaged_cache_database_is_a_clear_error(tmp_path):
+    from kgrag.errors import KgragError
+
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "cache.db").write_bytes(b"this is not an sqlite database" * 100)
+    with pytest.raises(KgragError, match="is damaged"):
+        CallCache(folder)
