@@ -16,8 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kgrag.errors import KgragError
-from kgrag.retrieval.local_search import TEXT_JOINER, Layout, LocalSearch, share
+from kgrag.retrieval.local_search import (
+    TEXT_JOINER,
+    Layout,
+    LocalSearch,
+    check_theta,
+    graph_step,
+    share,
+)
 from kgrag.retrieval.naive import DENSE_TABLE, NaiveStrategy
 from kgrag.retrieval.units import Context, Units
 from kgrag.store.vectors import VectorTable
@@ -26,7 +32,6 @@ if TYPE_CHECKING:
     from kgrag.retrieval import Resources
 
 DENSE_HEADER = "-----Dense sources-----"
-DEFAULT_THETA = 0.5
 
 
 class HybridStrategy:
@@ -39,13 +44,9 @@ class HybridStrategy:
 
     @staticmethod
     def needs(config: dict[str, Any]) -> dict[str, str]:
-        if config.get("skeleton") is None:
-            raise KgragError(f"strategy {config['name']!r}: hybrid needs 'skeleton', the "
-                             "knowledge-graph build to search")
-        theta = config.get("theta", DEFAULT_THETA)
-        if not 0.0 <= theta <= 1.0:
-            raise KgragError(f"strategy {config['name']!r}: theta must be in [0, 1], got {theta}")
-        return {"dense": "dense", "skeleton": f"skeleton.{config['skeleton']}"}
+        check_theta(config)
+        return {"dense": "dense", "skeleton": graph_step(config, "skeleton", "skeleton",
+                                                         "hybrid searches a knowledge graph")}
 
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
@@ -53,11 +54,11 @@ class HybridStrategy:
         units, budget = resources.units, config["budget_tokens"]
         layout = Layout(resources.tokenizer)
         local = LocalSearch.load(artefacts["skeleton"], units, layout,
-                                 top_entities=config.get("top_entities", 10))
+                                 top_entities=config["top_entities"])
         # Candidates for the whole budget: the skeleton may leave all of it to dense chunks.
         dense = NaiveStrategy(VectorTable.open(artefacts["dense"], DENSE_TABLE), units, None,
                               budget)
-        return cls(dense, local, units, layout, budget, config.get("theta", DEFAULT_THETA))
+        return cls(dense, local, units, layout, budget, config["theta"])
 
     def retrieve(self, question: str, vector: np.ndarray) -> Context:
         local = self.local.search(vector.astype(np.float32), share(self.theta, self.budget))

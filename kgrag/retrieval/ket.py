@@ -42,10 +42,12 @@ from kgrag.retrieval.local_search import (
     LocalSearch,
     Section,
     best_first,
-    load_vectors,
+    check_theta,
+    graph_step,
     share,
 )
 from kgrag.retrieval.units import Context, Units
+from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
@@ -79,8 +81,8 @@ class KeywordChannel:
 
     @classmethod
     def load(cls, folder: Path, units: Units, layout: Layout) -> KeywordChannel:
-        keywords, keyword_matrix = load_vectors(folder, KEYWORD_TABLE)
-        subchunk_ids, subchunk_matrix = load_vectors(folder, SUBCHUNK_TABLE)
+        keywords, keyword_matrix = VectorTable.open(folder, KEYWORD_TABLE).matrix()
+        subchunk_ids, subchunk_matrix = VectorTable.open(folder, SUBCHUNK_TABLE).matrix()
         if set(subchunk_ids) != units.text.keys():
             raise KgragError(f"the sub-chunk vectors in {folder} do not match {SUBCHUNKS_FILE}")
         edges = (pl.read_parquet(folder / EDGES_FILE, columns=["keyword", "subchunk_id"])
@@ -132,20 +134,14 @@ class KetStrategy:
 
     @staticmethod
     def needs(config: dict[str, Any]) -> dict[str, str]:
-        theta = config["theta"]
-        if not 0.0 <= theta <= 1.0:
-            raise KgragError(f"strategy {config['name']!r}: theta must be in [0, 1], got {theta}")
+        theta = check_theta(config)
         needs = {}
         if theta > 0:
-            if config.get("skeleton") is None:
-                raise KgragError(f"strategy {config['name']!r}: theta={theta} gives the skeleton "
-                                 "part of the budget, so 'skeleton' must name a skeleton build")
-            needs["skeleton"] = f"skeleton.{config['skeleton']}"
+            needs["skeleton"] = graph_step(config, "skeleton", "skeleton",
+                                           f"theta={theta} gives the skeleton part of the budget")
         if theta < 1:
-            if config.get("bipartite") is None:
-                raise KgragError(f"strategy {config['name']!r}: theta={theta} gives keywords "
-                                 "part of the budget, so 'bipartite' must name a bipartite build")
-            needs["bipartite"] = f"bipartite.{config['bipartite']}"
+            needs["bipartite"] = graph_step(config, "bipartite", "bipartite",
+                                            f"theta={theta} gives keywords part of the budget")
         return needs
 
     @classmethod
@@ -159,7 +155,7 @@ class KetStrategy:
         local = None
         if "skeleton" in artefacts:
             local = LocalSearch.load(artefacts["skeleton"], units, layout, parent_of=parent_of,
-                                     top_entities=config.get("top_entities", 10))
+                                     top_entities=config["top_entities"])
         return cls(config["budget_tokens"], config["theta"], local, keywords, units, layout)
 
     def retrieve(self, question: str, vector: np.ndarray) -> Context:

@@ -24,7 +24,7 @@ import polars as pl
 
 from kgrag.errors import KgragError
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.local_search import load_vectors, natural_key
+from kgrag.retrieval.local_search import graph_step, natural_key
 from kgrag.retrieval.naive import DENSE_TABLE, NaiveStrategy
 from kgrag.retrieval.units import Context, Units
 from kgrag.store.vectors import VectorTable
@@ -46,18 +46,16 @@ class KnngStrategy:
 
     @staticmethod
     def needs(config: dict[str, Any]) -> dict[str, str]:
-        if config.get("skeleton") is None:
-            raise KgragError(f"strategy {config['name']!r}: knng needs 'skeleton', the build "
-                             "whose KNN chunk graph it walks")
-        return {"dense": "dense", "knn": f"core.{config['skeleton']}"}
+        return {"dense": "dense", "knn": graph_step(config, "skeleton", "core",
+                                                    "knng walks a skeleton's KNN chunk graph")}
 
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> KnngStrategy:
         units, budget = resources.units, config["budget_tokens"]
-        dense = NaiveStrategy(VectorTable.open(artefacts["dense"], DENSE_TABLE), units,
-                              config.get("top_k"), budget)
-        chunk_ids, matrix = load_vectors(artefacts["dense"], DENSE_TABLE)
+        table = VectorTable.open(artefacts["dense"], DENSE_TABLE)
+        dense = NaiveStrategy(table, units, config["top_k"], budget)
+        chunk_ids, matrix = table.matrix()
         edges = pl.read_parquet(artefacts["knn"] / KNN_FILE, columns=["source", "target"])
         unknown = set(edges["source"].to_list() + edges["target"].to_list()) - units.text.keys()
         if unknown:

@@ -33,14 +33,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import lancedb
 import numpy as np
 import polars as pl
 
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.retrieval.units import Units
+from kgrag.store.vectors import VectorTable
 
 ENTITIES_FILE = "entities.parquet"
 RELATIONSHIPS_FILE = "relationships.parquet"
@@ -51,26 +52,6 @@ SOURCES_HEADER = "-----Sources-----"
 ROW_JOINER = "\n"
 TEXT_JOINER = "\n\n"
 SECTION_JOINER = "\n\n"
-
-
-def load_vectors(folder: Path, name: str) -> tuple[list[str], np.ndarray]:
-    """Read a whole vector table into ids and a row-normalised float32 matrix.
-
-    Strategies search in memory: a product with a few thousand to 20,000 rows takes
-    about a millisecond, less than the fixed overhead of one LanceDB query, and KET
-    searches three tables per question. Rows are normalised so that a product with a
-    unit question vector is the cosine (keyword vectors are unnormalised means).
-    """
-    try:
-        table = lancedb.connect(str(folder)).open_table(name).to_arrow()
-    except (FileNotFoundError, ValueError) as exc:
-        raise KgragError(f"no vector table {name!r} in {folder}: {exc}") from exc
-    ids = table.column("id").to_pylist()
-    column = table.column("vector").combine_chunks()
-    matrix = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
-    matrix = matrix.reshape(len(ids), column.type.list_size)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return ids, matrix / np.where(norms > 0, norms, 1.0)
 
 
 def share(fraction: float, budget: int) -> int:
@@ -91,6 +72,7 @@ def natural_key(text: str) -> tuple[str | int, ...]:
 
 
 @dataclass(frozen=True)
+
 class Section:
     """One titled block of the context: a header line, then items joined by ``joiner``."""
 
@@ -153,6 +135,23 @@ class Layout:
         return SECTION_JOINER.join(s.render() for s in shown), tokens
 
 
+
+def graph_step(config: dict[str, Any], key: str, step: str, why: str) -> str:
+    """The step name of the graph build ``config[key]`` names, or a clear error saying
+    ``why`` the strategy needs one (specs are checked earlier; this guards API users)."""
+    if config.get(key) is None:
+        raise KgragError(f"strategy {config['name']!r}: {why}, so '{key}' must name a "
+                         f"{key} graph build")
+    return f"{step}.{config[key]}"
+
+
+def check_theta(config: dict[str, Any]) -> float:
+    theta = config["theta"]
+    if not 0.0 <= theta <= 1.0:
+        raise KgragError(f"strategy {config['name']!r}: theta must be in [0, 1], got {theta}")
+    return theta
+
+
 @dataclass(frozen=True)
 class LocalContext:
     """What local search chose: ids in context order, the sections, and the tokens they
@@ -202,7 +201,7 @@ class LocalSearch:
         themselves when ``parent_of`` (unit id → chunk id) is None, else sub-chunks."""
         entities = pl.read_parquet(folder / ENTITIES_FILE)
         relationships = pl.read_parquet(folder / RELATIONSHIPS_FILE)
-        entity_ids, matrix = load_vectors(folder, ENTITY_TABLE)
+        entity_ids, matrix = VectorTable.open(folder, ENTITY_TABLE).matrix()
         if set(entity_ids) != set(entities["entity_id"].to_list()):
             raise KgragError(f"the entity vectors in {folder} do not match {ENTITIES_FILE}")
         children: dict[str, list[str]] = {}

@@ -18,6 +18,7 @@ STRATEGY_PARAMS = {
     "knng": {"top_k", "skeleton"},
     "hybrid": {"theta", "skeleton", "top_entities"},
 }
+THETA_DEFAULTS = {"ket": 0.4, "hybrid": 0.5}  # KET-RAG's θ; Hybrid-RAG's equal split
 COMMON_GRAPH = {"name", "kind"}
 COMMON_STRATEGY = {"name", "strategy", "budget_tokens"}
 
@@ -41,7 +42,8 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
         strategy = q["strategy"]
         yield from _misplaced(("query", i), q_raw, STRATEGY_PARAMS[strategy] | COMMON_STRATEGY,
                               f"strategy {strategy}")
-        thetas = q["theta"] if isinstance(q["theta"], list) else [q["theta"]]
+        theta = q.get("theta", THETA_DEFAULTS.get(strategy, 0.0))
+        thetas = theta if isinstance(theta, list) else [theta]
         wanted = []
         if strategy in ("knng", "hybrid") or (strategy == "ket" and max(thetas) > 0):
             wanted.append(("skeleton", "skeleton"))
@@ -59,11 +61,15 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
 
 def prune_defaults(filled: dict[str, Any]) -> dict[str, Any]:
     """Drop the defaults the schema filled in for parameters that do not apply to an
-    item's kind, so configs (and fingerprints) carry only what an item uses."""
+    item's kind, so configs (and fingerprints) carry only what an item uses, and fill
+    θ, whose default depends on the strategy."""
     graphs = [{k: v for k, v in g.items() if k in GRAPH_PARAMS[g["kind"]] | COMMON_GRAPH}
               for g in filled["graphs"]]
     query = [{k: v for k, v in q.items() if k in STRATEGY_PARAMS[q["strategy"]] | COMMON_STRATEGY}
              for q in filled["query"]]
+    for q in query:
+        if q["strategy"] in THETA_DEFAULTS:
+            q.setdefault("theta", THETA_DEFAULTS[q["strategy"]])
     return {**filled, "graphs": graphs, "query": query}
 
 

@@ -71,3 +71,13 @@ def test_bad_references_and_parameters_are_spec_errors(project, graphs, query, m
     with pytest.raises(KgragError) as err:
         api.open_session(spec)
     assert message in str(err.value)
+
+
+def test_theta_defaults_depend_on_the_strategy(project):
+    plan = steps(write_spec(project, graphs=GRAPHS, query=[
+        {"name": "ket", "strategy": "ket", "skeleton": "skel", "bipartite": "kw"},
+        {"name": "hybrid", "strategy": "hybrid", "skeleton": "skel"},
+        {"name": "text", "strategy": "naive"}]))
+    theta = {n.split("@")[0]: s.config["strategy"].get("theta")
+             for n, s in plan.items() if n.startswith("retrieve.")}
+    assert theta == {"retrieve.ket": 0.4, "retrieve.hybrid": 0.5, "retrieve.text": None}

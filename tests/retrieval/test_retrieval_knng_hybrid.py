@@ -54,7 +54,9 @@ def folders(tmp_path_factory: pytest.TempPathFactory, tokenizer: Tokenizer) -> d
 
 
 def load(cls, folders, tokenizer, **config):
-    config = {"name": "x", "skeleton": "s", **config}
+    # what a spec fills in for these strategies (hybrid's θ default is 0.5)
+    config = {"name": "x", "skeleton": "s", "top_k": None, "top_entities": 10, "theta": 0.5,
+              **config}
     artefacts = {role: folders[role] for role in cls.needs(config)}
     return cls.load(config, artefacts, Resources(units_of(tokenizer, ALL_CHUNKS), tokenizer))
 
@@ -106,10 +108,10 @@ def test_knng_refuses_a_graph_over_other_chunks(folders, tokenizer, tmp_path):
 # --- hybrid -------------------------------------------------------------------------
 
 def test_hybrid_needs_the_dense_index_and_the_skeleton():
-    assert HybridStrategy.needs({"name": "x", "skeleton": "s"}) == {"dense": "dense",
-                                                                     "skeleton": "skeleton.s"}
+    assert HybridStrategy.needs({"name": "x", "skeleton": "s", "theta": 0.5}) == {
+        "dense": "dense", "skeleton": "skeleton.s"}
     with pytest.raises(KgragError, match="skeleton"):
-        HybridStrategy.needs({"name": "x", "skeleton": None})
+        HybridStrategy.needs({"name": "x", "skeleton": None, "theta": 0.5})
     with pytest.raises(KgragError, match="theta"):
         HybridStrategy.needs({"name": "x", "skeleton": "s", "theta": -0.1})
 
