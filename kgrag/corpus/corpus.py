@@ -1,15 +1,17 @@
 """The in-memory corpus every pipeline stage starts from.
 
-A corpus is two Polars frames: the documents to index and, for benchmark
-datasets, the questions to ask against them. Keeping both in one frozen value
-means later stages (chunking, indexing, evaluation) never re-read the source
-files and cannot disagree about which subset was loaded.
+A corpus is three Polars frames: the documents to index, for benchmark
+datasets the questions to ask against them and, where a dataset marks gold
+evidence at sentence level (HolisQA), the sentences with their character
+spans (otherwise empty). Keeping them in one frozen value means later stages
+(chunking, indexing, evaluation) never re-read the source files and cannot
+disagree about which subset was loaded.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -24,6 +26,15 @@ QUESTION_SCHEMA: dict[str, pl.DataType] = {
     "question": pl.String(),
     "answers": pl.List(pl.String()),
     "supporting_doc_ids": pl.List(pl.String()),
+    "gold_sentence_ids": pl.List(pl.String()),
+}
+
+SENTENCE_SCHEMA: dict[str, pl.DataType] = {
+    "sentence_id": pl.String(),
+    "doc_id": pl.String(),
+    "start": pl.Int64(),
+    "end": pl.Int64(),
+    "text": pl.String(),
 }
 
 
@@ -47,6 +58,15 @@ def empty_questions() -> pl.DataFrame:
     return pl.DataFrame(schema=QUESTION_SCHEMA)
 
 
+def empty_sentences() -> pl.DataFrame:
+    """Return a sentences frame with no rows but the full schema.
+
+    Only datasets with sentence-level gold evidence fill it; the typed empty
+    frame lets every other corpus be written and read the same way.
+    """
+    return pl.DataFrame(schema=SENTENCE_SCHEMA)
+
+
 @dataclass(frozen=True)
 class Corpus:
     """Documents to index plus the questions (possibly none) to evaluate.
@@ -54,8 +74,15 @@ class Corpus:
     ``documents`` has columns ``doc_id``, ``title``, ``text`` in order of first
     appearance, one row per distinct (title, text). ``questions`` has columns
     ``question_id``, ``question``, ``answers`` (gold answer first, then
-    aliases) and ``supporting_doc_ids`` (ids into ``documents``).
+    aliases), ``supporting_doc_ids`` (ids into ``documents``) and
+    ``gold_sentence_ids`` (ids into ``sentences``; empty lists for datasets
+    without sentence-level gold). ``sentences`` has columns ``sentence_id``,
+    ``doc_id``, ``start``, ``end`` (the sentence is ``text[start:end]`` of its
+    document, so it can be matched against chunk spans exactly) and ``text``;
+    it defaults to an empty frame, so importers without sentences need not
+    mention it.
     """
 
     documents: pl.DataFrame
     questions: pl.DataFrame
+    sentences: pl.DataFrame = field(default_factory=empty_sentences)

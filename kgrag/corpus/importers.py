@@ -8,6 +8,9 @@ corpus section of the spec, and return the finished ``Corpus`` (with the
 ``limit`` / ``questions`` selection applied); the helpers below do the shared
 work: strict JSON Lines reading with file:line errors, question selection,
 answer cleaning and document deduplication.
+
+Datasets with sentence-level gold evidence (HolisQA) also fill
+``Corpus.sentences`` with each sentence's character span in its document.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import polars as pl
 from kgrag.corpus.corpus import (
     DOCUMENT_SCHEMA,
     QUESTION_SCHEMA,
+    SENTENCE_SCHEMA,
     Corpus,
     empty_questions,
     make_doc_id,
@@ -38,7 +42,13 @@ TEXT_SUFFIXES = frozenset({".txt", ".md"})
 
 _HIDDEN = re.compile(r"(^|/)\.")
 
-_JSON_KIND = {str: "a string", list: "a list", dict: "an object", bool: "true or false"}
+_JSON_KIND = {
+    str: "a string",
+    list: "a list",
+    dict: "an object",
+    bool: "true or false",
+    int: "an integer",
+}
 
 T = TypeVar("T")
 
@@ -93,6 +103,7 @@ class QuestionRecord:
     ``paragraphs`` and ``supporting`` are (title, text) pairs; ids are derived
     only when the corpus is assembled, after selection, so documents of
     questions that were not selected never enter the corpus.
+    ``gold_sentence_ids`` is filled only by datasets with sentence-level gold.
     """
 
     line: int
@@ -101,6 +112,7 @@ class QuestionRecord:
     answers: tuple[str, ...]
     paragraphs: tuple[tuple[str, str], ...]
     supporting: tuple[tuple[str, str], ...]
+    gold_sentence_ids: tuple[str, ...] = ()
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -136,7 +148,7 @@ def get_field(record: Mapping[str, Any], name: str, kind: type[T], where: str) -
     if name not in record:
         raise KgragError(f"{where}: missing field {name!r}")
     value = record[name]
-    if not isinstance(value, kind):
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         expected = _JSON_KIND.get(kind, kind.__name__)
         raise KgragError(f"{where}: field {name!r} must be {expected}")
     return value
@@ -194,20 +206,24 @@ def select_questions(
 def question_corpus(records: list[QuestionRecord]) -> Corpus:
     """Build a corpus from selected questions: their paragraphs, deduplicated by (title, text)."""
     documents: dict[tuple[str, str], str] = {}
-    rows: dict[str, list[Any]] = {column: [] for column in QUESTION_SCHEMA}
     for record in records:
         for pair in record.paragraphs:
             if pair not in documents:
                 documents[pair] = make_doc_id(*pair)
+    return Corpus(documents=_documents_frame(documents), questions=_questions_frame(records))
+
+
+def _questions_frame(records: list[QuestionRecord]) -> pl.DataFrame:
+    """Turn selected question records into the questions frame (supporting ids derived here)."""
+    rows: dict[str, list[Any]] = {column: [] for column in QUESTION_SCHEMA}
+    for record in records:
         supporting = dict.fromkeys(make_doc_id(*pair) for pair in record.supporting)
         rows["question_id"].append(record.question_id)
         rows["question"].append(record.question)
         rows["answers"].append(list(record.answers))
         rows["supporting_doc_ids"].append(list(supporting))
-    return Corpus(
-        documents=_documents_frame(documents),
-        questions=pl.DataFrame(rows, schema=QUESTION_SCHEMA),
-    )
+        rows["gold_sentence_ids"].append(list(record.gold_sentence_ids))
+    return pl.DataFrame(rows, schema=QUESTION_SCHEMA)
 
 
 def plain_corpus(pairs: Iterable[tuple[str, str]], cfg: Mapping[str, Any], dataset: str) -> Corpus:
@@ -337,6 +353,164 @@ def _join_sentences(sentences: list[str]) -> str:
     stray double spaces; collapsing all whitespace gives one clean paragraph.
     """
     return " ".join(" ".join(sentences).split())
+
+
+@dataclass(frozen=True)
+class _Article:
+    """One HolisQA article as a document, with its sentences' spans in ``text``.
+
+    ``sentences`` holds (sentence_id, start, end, text) with ``text ==
+    self.text[start:end]``.
+    """
+
+    title: str
+    text: str
+    doc_id: str
+    sentences: tuple[tuple[str, int, int, str], ...]
+
+
+@importer("holisqa")
+def import_holisqa(path: Path, cfg: Mapping[str, Any]) -> Corpus:
+    """HolisQA: a domain folder holding ``sentences.jsonl`` (the articles) and ``qa.jsonl``.
+
+    Each article is one document, titled by its article id, its sentences
+    joined in ``sent_idx`` order with single spaces (whitespace collapsed as
+    in HotpotQA); ``Corpus.sentences`` records where each sentence sits in that
+    text, so context recall can check gold sentences against retrieved chunk
+    spans exactly, without an LLM. A question's answer is the long answer, its
+    supporting documents the articles of its ``context_sentence_ids``. Blank
+    sentences add no text and are dropped from the gold ids too (nothing could
+    retrieve them).
+
+    A ``limit`` / ``questions`` selection keeps the contiguous run of articles
+    from the first to the last one the selected questions' gold sentences
+    cite (in ``sentences.jsonl`` order), not only the cited ones: HolisQA
+    writes its questions over contiguous slices of articles, so the
+    neighbours are the natural distractors, and a gold-only corpus would make
+    retrieval trivial. Without a selection every article is kept (also when
+    the selected questions cite no sentence at all).
+    """
+    if not path.is_dir():
+        raise KgragError(
+            f"dataset 'holisqa' expects a HolisQA domain folder holding qa.jsonl and "
+            f"sentences.jsonl, not {path}; point corpus.path at the folder"
+        )
+    qa_path, sentences_path = path / "qa.jsonl", path / "sentences.jsonl"
+    for file in (sentences_path, qa_path):
+        if not file.is_file():
+            raise KgragError(
+                f"{file} is missing; a HolisQA domain folder holds qa.jsonl and "
+                "sentences.jsonl, so point corpus.path at such a folder"
+            )
+    articles, position, blank = _holisqa_articles(sentences_path)
+    records = [
+        _holisqa_question(lineno, record, qa_path, articles, position, blank)
+        for lineno, record in read_jsonl(qa_path)
+    ]
+    selected = select_questions(records, cfg, qa_path)
+    cited = [position[sid] for record in selected for sid in record.gold_sentence_ids]
+    if cited and (cfg.get("limit") is not None or cfg.get("questions") is not None):
+        articles = articles[min(cited) : max(cited) + 1]
+    sentences: dict[str, list[Any]] = {column: [] for column in SENTENCE_SCHEMA}
+    for article in articles:
+        for sentence_id, start, end, text in article.sentences:
+            sentences["sentence_id"].append(sentence_id)
+            sentences["doc_id"].append(article.doc_id)
+            sentences["start"].append(start)
+            sentences["end"].append(end)
+            sentences["text"].append(text)
+    documents = {(article.title, article.text): article.doc_id for article in articles}
+    return Corpus(
+        documents=_documents_frame(documents),
+        questions=_questions_frame(selected),
+        sentences=pl.DataFrame(sentences, schema=SENTENCE_SCHEMA),
+    )
+
+
+def _holisqa_articles(path: Path) -> tuple[list[_Article], dict[str, int], set[str]]:
+    """Read ``sentences.jsonl`` into articles (file order), sentence id → article index,
+    and the ids of blank sentences.
+
+    Blank sentences and articles made only of them are left out of the first two; their
+    ids are kept apart so a question citing one is not mistaken for a broken reference.
+    """
+    by_article: dict[str, list[tuple[int, int, str, str]]] = {}
+    line_of: dict[str, int] = {}
+    for lineno, record in read_jsonl(path):
+        where = f"{path}:{lineno}"
+        sentence_id = get_field(record, "sentence_id", str, where)
+        if sentence_id in line_of:
+            raise KgragError(
+                f"{where}: duplicate sentence id {sentence_id!r} (first on line "
+                f"{line_of[sentence_id]}); give every sentence its own id"
+            )
+        line_of[sentence_id] = lineno
+        article_id = get_field(record, "article_id", str, where)
+        index = get_field(record, "sent_idx", int, where)
+        text = get_field(record, "text", str, where)
+        by_article.setdefault(article_id, []).append((index, lineno, sentence_id, text))
+    articles: list[_Article] = []
+    position: dict[str, int] = {}
+    blank: set[str] = set()
+    for article_id, rows in by_article.items():
+        rows.sort()
+        spans: list[tuple[str, int, int, str]] = []
+        offset = 0
+        for (index, lineno, sentence_id, text), previous in zip(rows, [None, *rows]):
+            if previous is not None and previous[0] == index:
+                raise KgragError(
+                    f"{path}:{lineno}: article {article_id!r} has sent_idx {index} twice "
+                    f"(first on line {previous[1]}); fix the sentence order"
+                )
+            clean = " ".join(text.split())
+            if not clean:
+                blank.add(sentence_id)
+                continue
+            start = offset + 1 if spans else 0
+            spans.append((sentence_id, start, start + len(clean), clean))
+            offset = start + len(clean)
+        if not spans:
+            continue
+        text = " ".join(sentence for *_, sentence in spans)
+        for sentence_id, *_ in spans:
+            position[sentence_id] = len(articles)
+        articles.append(_Article(article_id, text, make_doc_id(article_id, text), tuple(spans)))
+    return articles, position, blank
+
+
+def _holisqa_question(
+    lineno: int,
+    record: Mapping[str, Any],
+    path: Path,
+    articles: list[_Article],
+    position: Mapping[str, int],
+    blank: set[str],
+) -> QuestionRecord:
+    """Parse one ``qa.jsonl`` line; every context sentence id must name a known sentence."""
+    where = f"{path}:{lineno}"
+    gold: dict[str, None] = {}
+    for sentence_id in get_strings(record, "context_sentence_ids", where):
+        if sentence_id not in position:
+            if sentence_id not in blank:
+                raise KgragError(
+                    f"{where}: context sentence id {sentence_id!r} is not in "
+                    f"{path.with_name('sentences.jsonl')}; fix the id or use the "
+                    "sentences.jsonl of the same domain"
+                )
+            continue
+        gold[sentence_id] = None
+    supporting = dict.fromkeys(
+        (articles[position[sid]].title, articles[position[sid]].text) for sid in gold
+    )
+    return QuestionRecord(
+        line=lineno,
+        question_id=get_field(record, "qa_id", str, where),
+        question=get_field(record, "question", str, where),
+        answers=clean_answers([get_field(record, "answer", str, where)]),
+        paragraphs=tuple(supporting),
+        supporting=tuple(supporting),
+        gold_sentence_ids=tuple(gold),
+    )
 
 
 @importer("jsonl")

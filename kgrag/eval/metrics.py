@@ -4,10 +4,14 @@ EM / F1 follow the SQuAD evaluation script's normalisation (lower case, no
 punctuation, no articles, single spaces), take the maximum over the gold
 answer and its aliases, and, as in HotpotQA's and KET-RAG's scripts, give F1 0
 when a yes / no / no-answer prediction and gold disagree.
+
+Context recall is exact: it compares character spans of retrieved chunks with
+the spans of gold sentences, so it needs no LLM judge.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import string
 from collections import Counter
@@ -18,6 +22,9 @@ import numpy as np
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
 _SPECIAL = {"yes", "no", "noanswer"}
+
+Span = tuple[str, int, int]
+"""(doc_id, start, end): the characters ``text[start:end]`` of one document."""
 
 
 def normalize_answer(text: str) -> str:
@@ -60,6 +67,32 @@ def recall_at_k(ranked_doc_ids: Sequence[str], supporting: Sequence[str], k: int
         return None
     top = list(dict.fromkeys(ranked_doc_ids))[:k]
     return len(set(top) & set(supporting)) / len(set(supporting))
+
+
+def context_recall(retrieved_spans: Sequence[Span], gold_spans: Sequence[Span]) -> float | None:
+    """Fraction of gold sentences lying wholly inside the retrieved text of their document;
+    None for a question with no gold sentences (left out of the mean).
+
+    Chunks overlap and may cut a sentence in two, so a sentence counts as
+    retrieved when the union of the retrieved spans covers it, even if no
+    single chunk does; a partly covered sentence does not count.
+    """
+    if not gold_spans:
+        return None
+    merged: dict[str, tuple[list[int], list[int]]] = {}
+    for doc_id, start, end in sorted(retrieved_spans):
+        starts, ends = merged.setdefault(doc_id, ([], []))
+        if ends and start <= ends[-1]:
+            ends[-1] = max(ends[-1], end)
+        else:
+            starts.append(start)
+            ends.append(end)
+    present = 0
+    for doc_id, start, end in gold_spans:
+        starts, ends = merged.get(doc_id, ([], []))
+        i = bisect.bisect_right(starts, start) - 1  # the last interval starting at or before
+        present += i >= 0 and end <= ends[i]
+    return present / len(gold_spans)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

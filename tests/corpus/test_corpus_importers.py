@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from kgrag.corpus import Corpus, load_corpus
-from kgrag.corpus.corpus import DOCUMENT_SCHEMA, QUESTION_SCHEMA
+from kgrag.corpus.corpus import DOCUMENT_SCHEMA, QUESTION_SCHEMA, SENTENCE_SCHEMA
 from kgrag.errors import KgragError
 
 
@@ -275,3 +275,127 @@ def test_folder_given_for_jsonl_and_file_for_text(tmp_path: Path, data_dir: Path
 def test_unknown_dataset_lists_known_ones(tmp_path: Path):
     with pytest.raises(KgragError, match="unknown corpus dataset 'squad'.*musique"):
         load(tmp_path, "squad", "x.jsonl")
+
+
+# --- HolisQA -------------------------------------------------------------------------------
+
+
+def holisqa_rows(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    return read_lines(folder / "sentences.jsonl"), read_lines(folder / "qa.jsonl")
+
+
+def test_holisqa_limit_keeps_a_contiguous_run_around_the_gold(data_dir: Path):
+    folder = data_dir / "holisqa" / "biology"
+    raw_sentences, raw_qa = holisqa_rows(folder)
+    corpus = load(folder, "holisqa", folder, limit=10)
+
+    article_order = list(dict.fromkeys(row["article_id"] for row in raw_sentences))
+    article_of = {row["sentence_id"]: row["article_id"] for row in raw_sentences}
+    gold_articles = {article_of[s] for row in raw_qa[:10] for s in row["context_sentence_ids"]}
+    positions = sorted(article_order.index(article) for article in gold_articles)
+    expected_titles = article_order[positions[0] : positions[-1] + 1]
+    assert corpus.documents["title"].to_list() == expected_titles
+    assert len(expected_titles) > len(gold_articles)  # neighbours come along as distractors
+    assert corpus.documents["doc_id"].to_list() == [
+        expected_id(title, text) for title, text in zip(corpus.documents["title"],
+                                                        corpus.documents["text"])
+    ]
+    assert corpus.questions.schema == pl.Schema(QUESTION_SCHEMA)
+    assert corpus.sentences.schema == pl.Schema(SENTENCE_SCHEMA)
+
+    doc_of_title = {title: doc_id for doc_id, title in titles_by_id(corpus).items()}
+    text_of = dict(zip(corpus.documents["doc_id"], corpus.documents["text"]))
+    raw_text = {row["sentence_id"]: row["text"] for row in raw_sentences}
+    spans = {row["sentence_id"]: row for row in corpus.sentences.iter_rows(named=True)}
+    assert set(corpus.sentences["doc_id"]) == set(text_of)
+    for sentence_id, row in spans.items():
+        assert text_of[row["doc_id"]][row["start"] : row["end"]] == row["text"]
+        assert row["text"] == " ".join(raw_text[sentence_id].split())
+
+    assert corpus.questions["question_id"].to_list() == [row["qa_id"] for row in raw_qa[:10]]
+    for row, question in zip(raw_qa, corpus.questions.iter_rows(named=True)):
+        assert question["answers"] == [row["answer"].strip()]
+        assert question["gold_sentence_ids"] == row["context_sentence_ids"]
+        gold = [article_of[s] for s in row["context_sentence_ids"]]
+        assert question["supporting_doc_ids"] == [doc_of_title[a] for a in dict.fromkeys(gold)]
+        for sentence_id in question["gold_sentence_ids"]:
+            assert spans[sentence_id]["doc_id"] == doc_of_title[article_of[sentence_id]]
+
+
+def test_holisqa_article_text_joins_sentences_in_order(data_dir: Path):
+    folder = data_dir / "holisqa" / "biology"
+    raw_sentences, _ = holisqa_rows(folder)
+    corpus = load(folder, "holisqa", folder)
+    assert corpus.documents.height == 1111
+    assert corpus.sentences.height == len(raw_sentences)
+    first = [row for row in raw_sentences if row["article_id"] == "A000001"]
+    first.sort(key=lambda row: row["sent_idx"])
+    assert corpus.documents["title"][0] == "A000001"
+    assert corpus.documents["text"][0] == " ".join(" ".join(r["text"] for r in first).split())
+
+
+def test_holisqa_question_selection(data_dir: Path):
+    folder = data_dir / "holisqa" / "business"
+    _, raw_qa = holisqa_rows(folder)
+    wanted = [raw_qa[200]["qa_id"], raw_qa[5]["qa_id"]]
+    corpus = load(folder, "holisqa", folder, questions=wanted)
+    assert corpus.questions["question_id"].to_list() == [wanted[1], wanted[0]]
+    titles = corpus.documents["title"].to_list()
+    numbers = [int(title[1:]) for title in titles]
+    assert numbers == list(range(numbers[0], numbers[-1] + 1))  # contiguous, in file order
+    kept = set(corpus.documents["doc_id"])
+    for gold in corpus.questions["supporting_doc_ids"].to_list():
+        assert set(gold) <= kept
+
+
+def write_holisqa(folder: Path, sentences: list[dict], qa: list[dict]) -> Path:
+    folder.mkdir()
+    for name, rows in (("sentences.jsonl", sentences), ("qa.jsonl", qa)):
+        (folder / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return folder
+
+
+def holisqa_qa(qa_id: str, *sentence_ids: str) -> dict[str, Any]:
+    return {"qa_id": qa_id, "category": "biology", "slice_id": "SL1", "question": "Why?",
+            "answer": "Because.", "context_sentence_ids": list(sentence_ids),
+            "context_text": "", "created_at": ""}
+
+
+SMALL_SENTENCES = [
+    {"sentence_id": "S2", "article_id": "A1", "sent_idx": 1, "text": "Second  one.\n"},
+    {"sentence_id": "S1", "article_id": "A1", "sent_idx": 0, "text": " First one."},
+    {"sentence_id": "S3", "article_id": "A2", "sent_idx": 0, "text": "Other article."},
+    {"sentence_id": "S4", "article_id": "A3", "sent_idx": 0, "text": "Third article."},
+]
+
+
+def test_holisqa_spans_on_a_small_folder(tmp_path: Path):
+    folder = write_holisqa(tmp_path / "small", SMALL_SENTENCES,
+                           [holisqa_qa("Q1", "S2"), holisqa_qa("Q2", "S4", "S1")])
+    corpus = load(tmp_path, "holisqa", "small", questions=["Q1"])
+    assert corpus.documents["text"].to_list() == ["First one. Second one."]
+    assert corpus.sentences.rows() == [
+        ("S1", corpus.documents["doc_id"][0], 0, 10, "First one."),
+        ("S2", corpus.documents["doc_id"][0], 11, 22, "Second one."),
+    ]
+    whole = load(tmp_path, "holisqa", folder, limit=2)
+    assert whole.documents["title"].to_list() == ["A1", "A2", "A3"]
+    assert whole.questions["supporting_doc_ids"][1].to_list() == [
+        whole.documents["doc_id"][2], whole.documents["doc_id"][0]]
+
+
+def test_holisqa_missing_sentences_file(tmp_path: Path):
+    folder = tmp_path / "domain"
+    folder.mkdir()
+    (folder / "qa.jsonl").write_text(json.dumps(holisqa_qa("Q1", "S1")) + "\n")
+    with pytest.raises(KgragError, match=r"domain/sentences\.jsonl is missing"):
+        load(tmp_path, "holisqa", "domain")
+    with pytest.raises(KgragError, match="expects a HolisQA domain folder"):
+        load(tmp_path, "holisqa", folder / "qa.jsonl")
+
+
+def test_holisqa_unknown_sentence_id_names_the_line(tmp_path: Path):
+    write_holisqa(tmp_path / "domain", SMALL_SENTENCES,
+                  [holisqa_qa("Q1", "S1"), holisqa_qa("Q2", "S3", "S99")])
+    with pytest.raises(KgragError, match=r"qa\.jsonl:2: context sentence id 'S99' is not in"):
+        load(tmp_path, "holisqa", "domain")

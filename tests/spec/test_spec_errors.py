@@ -106,7 +106,7 @@ def test_unknown_enum_value_suggests_closest(tmp_path: Path) -> None:
     path = write(tmp_path, "name: demo\ncorpus:\n  dataset: musiqe\n  path: x.jsonl\n")
     assert check_spec(path) == [
         (
-            f"{path}:3: corpus.dataset: expected one of musique, hotpotqa, 2wiki, jsonl, text; "
+            f"{path}:3: corpus.dataset: expected one of musique, hotpotqa, 2wiki, holisqa, jsonl, text; "
             "got 'musiqe' (did you mean 'musique'?)"
         )
     ]
@@ -143,7 +143,7 @@ def test_missing_required_keys(tmp_path: Path) -> None:
             6,
             (
                 "evaluate.metrics[0]: 'accuracy' does not match the required pattern "
-                "^(em|f1|coverage|recall@[1-9][0-9]*)$"
+                "^(em|f1|coverage|context_recall|recall@[1-9][0-9]*)$"
             ),
         ),
     ],
@@ -334,7 +334,7 @@ def test_all_errors_reported_together_sorted_by_line(tmp_path: Path) -> None:
     assert check_spec(path) == [
         f"{path}:2: (top level): unknown key 'modles'; did you mean 'models'?",
         (
-            f"{path}:4: corpus.dataset: expected one of musique, hotpotqa, 2wiki, jsonl, text; "
+            f"{path}:4: corpus.dataset: expected one of musique, hotpotqa, 2wiki, holisqa, jsonl, text; "
             "got 'musiqe' (did you mean 'musique'?)"
         ),
         f'{path}:9: query[0].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "lots"',
