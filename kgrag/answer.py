@@ -5,7 +5,12 @@ data, the shortest possible answer, and an explicit "Insufficient
 information." escape so a model is not pushed into guessing. One worked
 example shows the expected length, which small models need.
 
-Two renderings of the same prompt: ``completion`` (plain few-shot text, the
+Two lengths: ``short`` (the multi-hop benchmarks' entity answers) and ``long``
+(HolisQA's few-sentence answers, scored by token F1 against a long gold answer:
+"two to four sentences", one worked example of that length, no stop at a line
+break).
+
+Two renderings of each prompt: ``completion`` (plain few-shot text, the
 default: the bundled Gemma 3 270M ships without a chat template and answers
 far better this way, and SmolLM2 does too — see README) and ``chat`` (the
 model's chat template, for instruction-tuned models given by path).
@@ -31,20 +36,44 @@ EXAMPLE_QUESTION = "In which country was the Christmas Meeting of 1888 held?"
 EXAMPLE_ANSWER = "Denmark"
 
 
+LONG_INSTRUCTION = (
+    "Answer the question in two to four sentences, using only the evidence given. Explain "
+    "the mechanism or the reasons the evidence states; do not add facts it does not contain. "
+    f"If the evidence does not contain the answer, reply exactly: {INSUFFICIENT}"
+)
+LONG_EXAMPLE_CONTEXT = (
+    "Drought reduced stem growth of deciduous trees more than of evergreen trees.\n\n"
+    "Deciduous species shed leaves early in dry years, which shortens their growing season."
+)
+LONG_EXAMPLE_QUESTION = "Why did drought affect deciduous trees more than evergreen trees?"
+LONG_EXAMPLE_ANSWER = (
+    "Drought reduced the stem growth of deciduous trees more than that of evergreens because "
+    "deciduous species shed their leaves early in dry years. This shortens their growing "
+    "season, so they grow less during a drought."
+)
+LENGTHS = {
+    "short": (INSTRUCTION, EXAMPLE_CONTEXT, EXAMPLE_QUESTION, EXAMPLE_ANSWER),
+    "long": (LONG_INSTRUCTION, LONG_EXAMPLE_CONTEXT, LONG_EXAMPLE_QUESTION, LONG_EXAMPLE_ANSWER),
+}
+DEFAULT_MAX_TOKENS = {"short": 32, "long": 160}
+
+
 def _turn(context: str, question: str) -> str:
     return f"Context:\n{context}\n\nQuestion: {question}\nAnswer:"
 
 
-def completion_prompt(context: str, question: str) -> str:
-    return (f"{INSTRUCTION}\n\n{_turn(EXAMPLE_CONTEXT, EXAMPLE_QUESTION)} {EXAMPLE_ANSWER}\n\n"
+def completion_prompt(context: str, question: str, length: str = "short") -> str:
+    instruction, example_context, example_question, example_answer = LENGTHS[length]
+    return (f"{instruction}\n\n{_turn(example_context, example_question)} {example_answer}\n\n"
             f"{_turn(context, question)}")
 
 
-def chat_messages(context: str, question: str) -> list[Message]:
+def chat_messages(context: str, question: str, length: str = "short") -> list[Message]:
+    instruction, example_context, example_question, example_answer = LENGTHS[length]
     return [
-        {"role": "system", "content": INSTRUCTION},
-        {"role": "user", "content": _turn(EXAMPLE_CONTEXT, EXAMPLE_QUESTION)},
-        {"role": "assistant", "content": EXAMPLE_ANSWER},
+        {"role": "system", "content": instruction},
+        {"role": "user", "content": _turn(example_context, example_question)},
+        {"role": "assistant", "content": example_answer},
         {"role": "user", "content": _turn(context, question)},
     ]
 
@@ -57,13 +86,24 @@ def clean_answer(text: str) -> str:
     return line if line == INSUFFICIENT else line.rstrip(".").strip()
 
 
-def answer(llm: CachedLLM, context: str, question: str, *, max_tokens: int, style: str
-           ) -> tuple[str, Completion]:
-    """The cleaned short answer and the completion it came from (for token accounting)."""
+def clean_long_answer(text: str) -> str:
+    """The first paragraph, whitespace collapsed, without a restated "Answer:" label."""
+    paragraph = text.strip().split("\n\n", 1)[0]
+    if paragraph.lower().startswith("answer:"):
+        paragraph = paragraph[len("answer:"):]
+    return " ".join(paragraph.split())
+
+
+def answer(llm: CachedLLM, context: str, question: str, *, max_tokens: int | None, style: str,
+           length: str = "short") -> tuple[str, Completion]:
+    """The cleaned answer and the completion it came from (for token accounting)."""
+    max_tokens = max_tokens or DEFAULT_MAX_TOKENS[length]
+    stop = ["\n"] if length == "short" else ["\n\n", "Question:"]
     if style == "chat":
-        completion = llm.chat(chat_messages(context, question), max_tokens=max_tokens,
-                              stop=["\n"])
+        completion = llm.chat(chat_messages(context, question, length), max_tokens=max_tokens,
+                              stop=stop)
     else:
-        completion = llm.complete(completion_prompt(context, question), max_tokens=max_tokens,
-                                  stop=["\n"])
-    return clean_answer(completion.text), completion
+        completion = llm.complete(completion_prompt(context, question, length),
+                                  max_tokens=max_tokens, stop=stop)
+    clean = clean_answer if length == "short" else clean_long_answer
+    return clean(completion.text), completion

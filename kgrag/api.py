@@ -90,6 +90,10 @@ def _known_question_count(session: Session) -> int | None:
     if corpus["questions"] is not None:
         return len(corpus["questions"])
     path = session.spec.resolve(corpus["path"])
+    if path.is_dir():  # a HolisQA domain folder: its questions are in qa.jsonl
+        path = path / "qa.jsonl"
+    if not path.is_file():
+        return None
     with open(path, "rb") as handle:
         lines = sum(1 for line in handle if line.strip())
     return lines if corpus["limit"] is None else min(lines, corpus["limit"])
@@ -137,14 +141,15 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
              steps=session.plan.upstream(index_steps), echo=echo)
     inputs = {role: session.artefact(dep) for role, dep in step.inputs.items()}
-    chosen = load_strategy(step.config["strategy"], inputs, session.models)
+    chosen = load_strategy(step.config["strategy"], inputs, session.models,
+                           step.config.get("prompt", "completion"))
     vector = session.models.embedder.encode([question])[0]
     started = time.perf_counter()
     context = chosen.retrieve(question, vector)
     elapsed_ms = (time.perf_counter() - started) * 1000
     text, _ = answer(session.models.llm, context.text, question,
                      max_tokens=session.spec.answer["max_tokens"],
-                     style=session.spec.answer["prompt"])
+                     style=session.spec.answer["prompt"], length=session.spec.answer["length"])
     documents = pl.read_parquet(session.artefact("corpus") / DOCUMENTS, columns=["doc_id", "title"])
     title_of = dict(zip(documents["doc_id"], documents["title"]))
     return QueryResult(question, name, context.unit_ids, [title_of[d] for d in context.doc_ids],

@@ -3,21 +3,59 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from kgrag.eval.metrics import covers, exact_match, f1_score, percentile, recall_at_k
+from kgrag.errors import KgragError
+from kgrag.eval.metrics import (
+    Span,
+    context_recall,
+    covers,
+    exact_match,
+    f1_score,
+    percentile,
+    recall_at_k,
+)
+
+
+@dataclass(frozen=True)
+class EvidenceSpans:
+    """Where chunks and gold sentences sit in their documents: id → (doc_id, start, end).
+
+    ``context_recall`` compares these instead of texts, so it is exact and
+    needs neither an LLM nor string matching.
+    """
+
+    chunks: Mapping[str, Span]
+    sentences: Mapping[str, Span]
+
+    @classmethod
+    def from_frames(cls, chunks: pl.DataFrame, sentences: pl.DataFrame) -> EvidenceSpans:
+        """Build from the chunks table and the corpus' sentences table (both carry
+        ``doc_id``, ``start``, ``end`` and their own id column)."""
+
+        def spans(frame: pl.DataFrame, key: str) -> dict[str, Span]:
+            return dict(zip(frame[key].to_list(),
+                            zip(frame["doc_id"].to_list(), frame["start"].to_list(),
+                                frame["end"].to_list())))
+
+        return cls(spans(chunks, "chunk_id"), spans(sentences, "sentence_id"))
 
 
 def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.DataFrame,
-                 retrieved: pl.DataFrame, answers: pl.DataFrame | None) -> dict[str, Any]:
+                 retrieved: pl.DataFrame, answers: pl.DataFrame | None,
+                 spans: EvidenceSpans | None = None) -> dict[str, Any]:
     """Mean metrics of one strategy over the questions it retrieved for.
 
     Answer metrics (EM, F1) average over the answered questions only; LLM
     figures are the cost of the method's requests, whether or not the cache
-    served them (the manifest records real model calls).
+    served them (the manifest records real model calls), retrieval's own calls
+    (HugRAG's causal filter) included. ``spans`` is needed
+    only for ``context_recall``, which averages over the questions that have
+    gold sentences.
     """
     table = questions.join(retrieved, on="question_id", how="inner")
     golds = table["answers"].to_list()
@@ -32,6 +70,8 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
             row["f1"] = _mean([f1_score(a, g) for a, g in answered])
         elif metric == "coverage":
             row["coverage"] = _mean([covers(c, g) for c, g in zip(table["context"], golds)])
+        elif metric == "context_recall":
+            row["context_recall"] = _context_recall(table, spans)
         else:
             k = int(metric.split("@", 1)[1])
             values = [recall_at_k(d, s, k) for d, s in zip(table["doc_ids"].to_list(),
@@ -42,26 +82,52 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
         retrieval_ms_p50=round(percentile(latencies, 50), 3),
         retrieval_ms_p95=round(percentile(latencies, 95), 3),
         context_tokens_mean=round(float(table["context_tokens"].mean() or 0.0), 1),
-        llm_calls=0 if answers is None else answers.height,
-        llm_tokens_in=0 if answers is None else int(answers["tokens_in"].sum()),
-        llm_tokens_out=0 if answers is None else int(answers["tokens_out"].sum()),
+        llm_calls=int(table["llm_calls"].sum()) + (0 if answers is None else answers.height),
+        llm_tokens_in=int(table["llm_tokens_in"].sum())
+        + (0 if answers is None else int(answers["tokens_in"].sum())),
+        llm_tokens_out=int(table["llm_tokens_out"].sum())
+        + (0 if answers is None else int(answers["tokens_out"].sum())),
     )
+    row["llm_calls_per_query"] = round(row["llm_calls"] / max(1, table.height), 3)
     return row
+
+
+def _context_recall(table: pl.DataFrame, spans: EvidenceSpans | None) -> float | None:
+    """Mean context recall over the questions with gold sentences; retrieved ids that are
+    not chunks (KET-RAG sub-chunks, for instance) carry no span and are ignored."""
+    if spans is None:
+        raise ValueError("metric context_recall needs the chunk and sentence spans")
+    values = []
+    for unit_ids, gold in zip(table["unit_ids"].to_list(), table["gold_sentence_ids"].to_list()):
+        missing = [sentence_id for sentence_id in gold if sentence_id not in spans.sentences]
+        if missing:
+            raise KgragError(
+                f"gold sentence ids {', '.join(missing[:3])} are in questions.parquet but not "
+                "in sentences.parquet of the same corpus step; rerun it with --force corpus"
+            )
+        value = context_recall([spans.chunks[u] for u in unit_ids if u in spans.chunks],
+                               [spans.sentences[sentence_id] for sentence_id in gold])
+        if value is not None:
+            values.append(value)
+    return _mean(values)
 
 
 def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "context_tokens_mean",
-           "retrieval_ms_p50", "retrieval_ms_p95", "llm_calls", "llm_tokens_in", "llm_tokens_out")
+COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "context_recall", "reachability",
+           "reachability_no_gates", "gold_coverage", "gold_coverage_no_gates", "min_hops",
+           "min_hops_no_gates", "context_tokens_mean", "retrieval_ms_p50", "retrieval_ms_p95",
+           "llm_calls_per_query", "llm_tokens_in", "llm_tokens_out")
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     """A fixed-width text table of the result rows."""
     if not rows:
         return "(no query strategies)"
-    keys = [k for c in COLUMNS for k in rows[0] if k == c or (c.endswith("@") and
+    present = list(dict.fromkeys(k for r in rows for k in r))  # a column any row has
+    keys = [k for c in COLUMNS for k in present if k == c or (c.endswith("@") and
                                                               k.startswith(c))]
     cells = [[_cell(r.get(k)) for k in keys] for r in rows]
     widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]

@@ -16,10 +16,10 @@ from kgrag.errors import KgragError
 from kgrag.models import Models
 from kgrag.models.registry import file_sha256, folder_sha256
 from kgrag.pipeline.plan import Plan
-from kgrag.retrieval import STRATEGIES
+from kgrag.retrieval import STRATEGIES, uses_llm
 from kgrag.spec import Spec, thaw
 
-BENCHMARK_SHAPES = ("musique", "hotpotqa", "2wiki")
+BENCHMARK_SHAPES = ("musique", "hotpotqa", "2wiki", "holisqa")
 SWEEPABLE_GRAPH = ("beta", "knn_k", "tau")
 SWEEPABLE_QUERY = ("budget_tokens", "theta")
 
@@ -68,11 +68,16 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     evaluate_inputs = {"corpus": "corpus", "chunks": "chunks"}
     for _, strategy in strategies:
         name = strategy["name"]
-        retrieve = plan.add(f"retrieve.{name}", "retrieve",
-                            {"strategy": strategy, "embedder": embedder},
+        config = {"strategy": strategy, "embedder": embedder}
+        if uses_llm(strategy):
+            config |= {"llm": llm, "prompt": spec.answer["prompt"],
+                       "max_retries": spec.models["llm"]["max_retries"]}
+        retrieve = plan.add(f"retrieve.{name}", "retrieve", config,
                             {"corpus": "corpus", "chunks": "chunks",
                              **STRATEGIES[strategy["strategy"]].needs(strategy)})
         evaluate_inputs[retrieve.name] = retrieve.name
+        if strategy["strategy"] == "hugrag":  # its structural metrics read the entities
+            evaluate_inputs[f"graph.{name}"] = f"hierarchy.{strategy['hierarchy']}"
         if answering:
             step = plan.add(f"answer.{name}", "answer", {**thaw(spec.answer), "llm": llm},
                             {"corpus": "corpus", "retrieve": retrieve.name})
@@ -104,6 +109,8 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
                                    {"chunks": "chunks", "core": core.name})
                 plan.add(f"skeleton.{name}", "skeleton", {"embedder": embedder},
                          {"extract": extract.name})
+            elif cfg["kind"] == "hierarchy":
+                _add_hierarchy(plan, name, cfg, extraction, embedder)
             else:
                 plan.add(f"bipartite.{name}", "bipartite", {"tau": cfg["tau"],
                                                              "embedder": embedder},
@@ -112,11 +119,33 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
     return built
 
 
+def _add_hierarchy(plan: Plan, name: str, cfg: dict[str, Any], extraction: dict[str, Any],
+                   embedder: str) -> None:
+    """HugRAG's build: extraction on every chunk, hierarchy, module summaries, gates.
+
+    Summaries and gate checks are knowledge-building LLM work, so they use the
+    extraction LLM and its prompt style, like the extraction itself.
+    """
+    llm = {"llm": extraction["llm"], "prompt": extraction["prompt"]}
+    extract = plan.add(f"extract.{name}", "extract", {**extraction, "beta": 1.0},
+                       {"chunks": "chunks"})
+    hierarchy = plan.add(
+        f"hierarchy.{name}", "hierarchy",
+        {k: cfg[k] for k in ("fuzzy", "cosine", "max_cluster_size", "max_levels", "seed")}
+        | {"embedder": embedder}, {"chunks": "chunks", "extract": extract.name})
+    summaries = plan.add(f"summaries.{name}", "summarise",
+                         {"summary_entities": cfg["summary_entities"], "embedder": embedder, **llm},
+                         {"hierarchy": hierarchy.name})
+    plan.add(f"gates.{name}", "gates",
+             {"top_m": cfg["gate_top_m"], "min_similarity": cfg["gate_min_similarity"], **llm},
+             {"hierarchy": hierarchy.name, "summaries": summaries.name})
+
+
 def _expand_strategy(query: dict[str, Any],
                      graphs: dict[str, list[tuple[dict[str, Any], str]]]
                      ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Every concrete strategy a (possibly swept) spec entry stands for."""
-    refs = [key for key in ("skeleton", "bipartite") if query.get(key)]
+    refs = [key for key in ("skeleton", "bipartite", "hierarchy") if query.get(key)]
     out = []
     for picked in itertools.product(*(graphs[query[key]] for key in refs)):
         for chosen, cfg in variants(query, SWEEPABLE_QUERY):

@@ -2,15 +2,17 @@
 
 A strategy class has ``needs(config) -> {role: step name}`` (the index artefacts it
 reads), ``load(config, artefacts, resources)`` building it from those folders, and
-``retrieve(question, vector) -> Context``. The registry below is the spec's
-``strategy`` enum.
+``retrieve(question, vector) -> Context``, and optionally ``uses_llm(config)`` when it
+calls the LLM while retrieving. The registry below is the spec's ``strategy`` enum.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kgrag.corpus.tokenizer import Tokenizer
+from kgrag.retrieval.hugrag import HugragStrategy
 from kgrag.retrieval.hybrid import HybridStrategy
 from kgrag.retrieval.ket import KetStrategy
 from kgrag.retrieval.knng import KnngStrategy
@@ -24,7 +26,15 @@ class Resources:
 
     units: Units  # the chunks
     tokenizer: Tokenizer
+    llm: Any = None  # the CachedLLM, for strategies that call one while retrieving
+    prompt_style: str = "completion"  # how that LLM is prompted (answer.prompt)
 
 
 STRATEGIES = {"naive": NaiveStrategy, "ket": KetStrategy, "knng": KnngStrategy,
-              "hybrid": HybridStrategy}
+              "hybrid": HybridStrategy, "hugrag": HugragStrategy}
+
+
+def uses_llm(config: dict[str, Any]) -> bool:
+    """Whether a strategy calls the LLM while retrieving (so its LLM joins the fingerprint)."""
+    check = getattr(STRATEGIES[config["strategy"]], "uses_llm", None)
+    return bool(check and check(config))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -41,10 +42,16 @@ class Context:
 
     ``unit_ids`` / ``doc_ids`` are the text units in rank order (recall@k reads the
     documents); ``text`` is exactly what the LLM reads and what coverage searches;
-    ``tokens`` is what it cost of the budget.
+    ``tokens`` is what it cost of the budget. A strategy that calls an LLM while
+    retrieving (HugRAG's causal filter) reports the requests and tokens, and
+    ``trace`` holds whatever per-question record it keeps (JSON-serialisable).
     """
 
     unit_ids: list[str]
     doc_ids: list[str]
     text: str
     tokens: int
+    trace: dict[str, Any] = field(default_factory=dict)
+    llm_calls: int = 0
+    llm_tokens_in: int = 0
+    llm_tokens_out: int = 0

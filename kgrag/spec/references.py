@@ -11,12 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-GRAPH_PARAMS = {"skeleton": {"beta", "select", "knn_k", "seed"}, "bipartite": {"tau"}}
+GRAPH_PARAMS = {
+    "skeleton": {"beta", "select", "knn_k", "seed"},
+    "bipartite": {"tau"},
+    "hierarchy": {"fuzzy", "cosine", "max_cluster_size", "max_levels", "seed", "gate_top_m",
+                  "gate_min_similarity", "summary_entities"},
+}
 STRATEGY_PARAMS = {
     "naive": {"top_k"},
     "ket": {"theta", "skeleton", "bipartite", "top_entities"},
     "knng": {"top_k", "skeleton"},
     "hybrid": {"theta", "skeleton", "top_entities"},
+    "hugrag": {"hierarchy", "seed_entities", "seed_modules", "mmr_lambda", "semantic_weight",
+               "hop_decay", "max_hops", "fan_out", "weights", "use_gates", "use_hierarchy",
+               "causal_filter", "filter_prompt"},
 }
 THETA_DEFAULTS = {"ket": 0.4, "hybrid": 0.5}  # KET-RAG's θ; Hybrid-RAG's equal split
 COMMON_GRAPH = {"name", "kind"}
@@ -49,6 +57,8 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
             wanted.append(("skeleton", "skeleton"))
         if strategy == "ket" and min(thetas) < 1:
             wanted.append(("bipartite", "bipartite"))
+        if strategy == "hugrag":
+            wanted.append(("hierarchy", "hierarchy"))
         for key, kind in wanted:
             name = q[key]
             if name is None:

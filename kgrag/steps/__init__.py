@@ -1,7 +1,17 @@
 """Step kinds, registered on import. Each module adapts one library function to the
 runner's uniform ``run(ctx)`` signature; the methods themselves live elsewhere."""
 
-from kgrag.steps import answer, bipartite, chunks, corpus, dense, evaluate, retrieve, skeleton
+from kgrag.steps import (
+    answer,
+    bipartite,
+    chunks,
+    corpus,
+    dense,
+    evaluate,
+    hierarchy,
+    retrieve,
+    skeleton,
+)
 
-__all__ = ["answer", "bipartite", "chunks", "corpus", "dense", "evaluate", "retrieve",
-           "skeleton"]
+__all__ = ["answer", "bipartite", "chunks", "corpus", "dense", "evaluate", "hierarchy",
+           "retrieve", "skeleton"]

@@ -34,8 +34,8 @@ def answer_questions(ctx: StepContext) -> None:
     for qid, question, context in ctx.progress(
             zip(table["question_id"], table["question"], table["context"]),
             total=table.height, desc=f"answer {ctx.step.name}"):
-        text, completion = answer(llm, context, question,
-                                  max_tokens=ctx.config["max_tokens"], style=ctx.config["prompt"])
+        text, completion = answer(llm, context, question, max_tokens=ctx.config["max_tokens"],
+                                  style=ctx.config["prompt"], length=ctx.config["length"])
         rows.append({"question_id": qid, "answer": text, "tokens_in": completion.tokens_in,
                      "tokens_out": completion.tokens_out})
     pl.DataFrame(rows, schema={"question_id": pl.String, "answer": pl.String,

@@ -7,36 +7,50 @@ filling), not the encoder; the encoder's speed is a benchmark of its own.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from kgrag.pipeline.registry import step_kind
+from kgrag.pipeline.registry import Counts, step_kind
 from kgrag.pipeline.runner import StepContext
-from kgrag.retrieval import STRATEGIES, Resources
+from kgrag.retrieval import STRATEGIES, Resources, uses_llm
 from kgrag.retrieval.units import CHUNKS_FILE, Units
 from kgrag.steps.corpus import QUESTIONS
 
 RETRIEVED = "retrieved.parquet"
 SCHEMA = {"question_id": pl.String, "unit_ids": pl.List(pl.String),
           "doc_ids": pl.List(pl.String), "context": pl.String, "context_tokens": pl.Int64,
-          "retrieval_ms": pl.Float64}
+          "retrieval_ms": pl.Float64, "llm_calls": pl.Int64, "llm_tokens_in": pl.Int64,
+          "llm_tokens_out": pl.Int64, "trace": pl.String}
 
 
-def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any) -> Any:
+def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any,
+                  prompt_style: str = "completion") -> Any:
     """Build the configured strategy from its artefact folders (by role)."""
     strategy_type = STRATEGIES[config["strategy"]]
-    resources = Resources(Units.load(inputs["chunks"] / CHUNKS_FILE), models.tokenizer)
+    resources = Resources(Units.load(inputs["chunks"] / CHUNKS_FILE), models.tokenizer,
+                          models.llm if uses_llm(config) else None, prompt_style)
     artefacts = {role: inputs[role] for role in strategy_type.needs(config)}
     return strategy_type.load(config, artefacts, resources)
 
 
-@step_kind("retrieve", "2")
+def filter_calls(config: dict[str, Any], counts: Counts) -> int | None:
+    """A strategy that calls the LLM while retrieving: one call per question, plus retries."""
+    if "llm" not in config:
+        return 0
+    if counts.questions is None:
+        return None
+    return counts.questions * (1 + config["max_retries"])
+
+
+@step_kind("retrieve", "3", max_llm_calls=filter_calls)
 def retrieve(ctx: StepContext) -> None:
     config = ctx.config["strategy"]
-    strategy = load_strategy(config, ctx.inputs, ctx.models)
+    strategy = load_strategy(config, ctx.inputs, ctx.models, ctx.config.get("prompt",
+                                                                             "completion"))
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
     texts = questions["question"].to_list()
     vectors = ctx.models.embedder.encode(texts)
@@ -48,5 +62,8 @@ def retrieve(ctx: StepContext) -> None:
         elapsed_ms = (time.perf_counter() - started) * 1000
         rows.append({"question_id": qid, "unit_ids": context.unit_ids,
                      "doc_ids": context.doc_ids, "context": context.text,
-                     "context_tokens": context.tokens, "retrieval_ms": elapsed_ms})
+                     "context_tokens": context.tokens, "retrieval_ms": elapsed_ms,
+                     "llm_calls": context.llm_calls, "llm_tokens_in": context.llm_tokens_in,
+                     "llm_tokens_out": context.llm_tokens_out,
+                     "trace": json.dumps(context.trace, sort_keys=True)})
     pl.DataFrame(rows, schema=SCHEMA).write_parquet(ctx.out_dir / RETRIEVED)

@@ -64,8 +64,10 @@ def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
 @step_kind("extract", "2", max_llm_calls=extraction_calls)
 def extract_core(ctx: StepContext) -> None:
     chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE, columns=["chunk_id", "context"])
-    core_ids = pl.read_parquet(ctx.input("core") / CORE).filter(pl.col("core"))["chunk_id"]
-    todo = chunks.filter(pl.col("chunk_id").is_in(core_ids.implode()))
+    todo = chunks  # HugRAG's hierarchy extracts from every chunk: it has no core step
+    if "core" in ctx.inputs:
+        core_ids = pl.read_parquet(ctx.input("core") / CORE).filter(pl.col("core"))["chunk_id"]
+        todo = chunks.filter(pl.col("chunk_id").is_in(core_ids.implode()))
     cfg, llm = ctx.config, ctx.models.extraction_llm
     extractions = [
         extract(llm, chunk_id, text, style=cfg["prompt"], max_tokens=cfg["max_tokens"],

@@ -38,7 +38,8 @@ def test_minimal_spec_gets_every_default(tmp_path: Path) -> None:
     ]
     assert spec.corpus["fields"] == {"id": "id", "title": "title", "text": "text"}
     assert spec.corpus["limit"] is None
-    assert spec.answer == {"max_tokens": 32, "questions": None, "prompt": "completion"}
+    assert spec.answer == {"max_tokens": None, "length": "short", "questions": None,
+                           "prompt": "completion"}
     assert spec.evaluate["metrics"] == ("em", "f1", "coverage", "recall@5")
     assert spec.data["outputs"] == "outputs"
     assert spec.data["cache"] == {"dir": None}

@@ -1,0 +1,251 @@
+"""HugRAG's graph build as steps after the shared extraction (paper §3.1, App. B.1).
+
+``hierarchy``  two-stage canonicalisation of the extracted entities, recursive Leiden
+               modules, entity / relationship / module tables, entity vectors — no LLM.
+``summarise``  one constrained LLM call per module → JSON ``{title, summary}``, embedded
+               in LanceDB; a summary that never parses falls back to the module's
+               entity names and descriptions, counted in the manifest.
+``gates``      candidate module pairs (topologically distant, semantically related) under
+               top-down hierarchical pruning, each checked by one yes / no LLM call;
+               checks, candidates and all module pairs go to the manifest.
+
+A graph too small for a hierarchy (no module of two or more entities) is not an
+error: the build records the fallback and ``hugrag`` searches entity
+neighbourhoods only, as with ``use_hierarchy: false``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from kgrag.errors import KgragError
+from kgrag.graphs.canonical import canonicalise
+from kgrag.graphs.gates import find_gates, module_adjacency
+from kgrag.graphs.hierarchy import Hierarchy, Module, leiden_hierarchy
+from kgrag.models.llm import CachedLLM, InvalidOutput
+from kgrag.pipeline.registry import step_kind
+from kgrag.pipeline.runner import StepContext
+from kgrag.retrieval.hugrag import (
+    ENTITIES_FILE,
+    GATES_FILE,
+    MODULE_TABLE,
+    MODULES_FILE,
+    RELATIONSHIPS_FILE,
+    SUMMARIES_FILE,
+)
+from kgrag.retrieval.local_search import ENTITY_TABLE
+from kgrag.store.vectors import VectorTable
+
+DESCRIPTION_CHARS = 200  # of one entity / relationship description in a summary prompt
+
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "properties": {"title": {"type": "string", "minLength": 3, "maxLength": 80},
+                   "summary": {"type": "string", "minLength": 20, "maxLength": 600}},
+    "required": ["title", "summary"],
+    "additionalProperties": False,
+}
+SUMMARY_INSTRUCTION = (
+    "Write a short title and a summary of this group of related entities from research "
+    "articles. The summary says in two or three sentences what the entities are and how they "
+    "relate, using only the information given."
+)
+GATE_INSTRUCTION = (
+    "Two groups of findings from research articles are summarised below. Is there a plausible "
+    "causal or logical connection between them: does one cause, enable, influence or explain "
+    "the other? Answer yes or no."
+)
+YES_NO = 'root ::= "yes" | "no"'
+
+
+@step_kind("hierarchy", "1")
+def build_hierarchy(ctx: StepContext) -> None:
+    entities = pl.read_parquet(ctx.input("extract") / ENTITIES_FILE)
+    relationships = pl.read_parquet(ctx.input("extract") / RELATIONSHIPS_FILE)
+    if entities.is_empty():
+        raise KgragError(f"{ctx.step.name}: the extraction produced no entities (see the "
+                         "extract step's failed_chunks in the manifest); nothing to build")
+    cfg, embedder, tokenizer = ctx.config, ctx.models.embedder, ctx.models.tokenizer
+    started = time.perf_counter()
+    canon = canonicalise(entities, relationships, embedder.encode, fuzzy=cfg["fuzzy"],
+                         cosine=cfg["cosine"])
+    canonicalise_s = time.perf_counter() - started
+    entities, relationships = canon.entities, canon.relationships
+    started = time.perf_counter()
+    hierarchy = leiden_hierarchy(
+        entities["name"].to_list(),
+        list(zip(relationships["source"], relationships["target"],
+                 relationships["weight"].cast(pl.Float64))),
+        max_cluster_size=cfg["max_cluster_size"], max_levels=cfg["max_levels"],
+        seed=cfg["seed"])
+    leiden_s = time.perf_counter() - started
+
+    entities = entities.with_columns(
+        entity_id=pl.format("E{}", pl.int_range(1, pl.len() + 1)),
+        chunk_ids=pl.col("source_chunk_ids"),
+        text=pl.format("{}: {}", "name", "description"),
+        module_id=pl.Series([hierarchy.leaf_module_of(n) for n in entities["name"]],
+                            dtype=pl.String))
+    entities = entities.with_columns(
+        tokens=pl.Series(tokenizer.count_many(entities["text"].to_list()), dtype=pl.Int64))
+    relationships = relationships.with_columns(
+        relationship_id=pl.format("R{}", pl.int_range(1, pl.len() + 1)),
+        chunk_ids=pl.col("source_chunk_ids"),
+        text=pl.format("{} -- {}: {}", "source", "target", "description"))
+    relationships = relationships.with_columns(
+        tokens=pl.Series(tokenizer.count_many(relationships["text"].to_list()), dtype=pl.Int64))
+    entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
+    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS_FILE)
+    modules_frame(hierarchy).write_parquet(ctx.out_dir / MODULES_FILE)
+    VectorTable.create(ctx.out_dir, ENTITY_TABLE, entities["entity_id"].to_list(),
+                       embedder.encode(entities["text"].to_list()))
+    ctx.notes.update(
+        nodes=entities.height, edges=relationships.height, modules=len(hierarchy.modules),
+        modules_per_level={f"L{k}": v for k, v in sorted(hierarchy.levels().items())},
+        unclustered_entities=len(hierarchy.unclustered), oversized_modules=hierarchy.oversized,
+        fuzzy_merges=canon.fuzzy_merges, embedding_merges=canon.embedding_merges,
+        canonicalise_s=round(canonicalise_s, 3), leiden_s=round(leiden_s, 3))
+    if not hierarchy.modules:
+        ctx.notes["fallback"] = (
+            f"graph too small for a hierarchy ({entities.height} entities, "
+            f"{relationships.height} relationships form no module of two or more): hugrag "
+            "searches entity neighbourhoods only")
+
+
+def modules_frame(hierarchy: Hierarchy) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"module_id": m.module_id, "level": m.level, "parent": m.parent,
+          "children": list(m.children), "entities": list(m.entities)}
+         for m in hierarchy.modules],
+        schema={"module_id": pl.String, "level": pl.Int64, "parent": pl.String,
+                "children": pl.List(pl.String), "entities": pl.List(pl.String)})
+
+
+def read_hierarchy(folder: Any) -> Hierarchy:
+    """The module tree back from ``modules.parquet`` (what the later steps need of it)."""
+    modules = pl.read_parquet(folder / MODULES_FILE)
+    return Hierarchy(
+        modules=[Module(module_id=m, level=level, parent=parent, children=tuple(children),
+                        entities=tuple(members))
+                 for m, level, parent, children, members in modules.iter_rows()],
+        unclustered=(), oversized=0)
+
+
+def _ask(llm: CachedLLM, style: str, prompt: str, **kwargs: Any) -> Any:
+    if style == "chat":
+        return llm.chat([{"role": "user", "content": prompt}], **kwargs)
+    return llm.complete(prompt, **kwargs)
+
+
+def _ask_json(llm: CachedLLM, style: str, prompt: str, schema: dict[str, Any],
+              max_tokens: int) -> Any:
+    if style == "chat":
+        return llm.chat_json([{"role": "user", "content": prompt}], schema,
+                             max_tokens=max_tokens)[0]
+    return llm.complete_json(prompt, schema, max_tokens=max_tokens)[0]
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= DESCRIPTION_CHARS else text[:DESCRIPTION_CHARS - 1] + "…"
+
+
+def summary_prompt(module: Module, entities: pl.DataFrame, relationships: pl.DataFrame,
+                   limit: int) -> tuple[str, list[str]]:
+    """The prompt for one module and the names it shows, most connected members first."""
+    members = set(module.entities)
+    inside = relationships.filter(pl.col("source").is_in(members) & pl.col("target").is_in(members))
+    degree: dict[str, int] = dict.fromkeys(module.entities, 0)
+    for source, target in inside.select("source", "target").iter_rows():
+        degree[source] += 1
+        degree[target] += 1
+    shown = sorted(module.entities, key=lambda n: (-degree[n], n))[:limit]
+    described = dict(entities.filter(pl.col("name").is_in(shown))
+                     .select("name", "description").iter_rows())
+    lines = [f"- {name}: {_clip(described[name])}" for name in shown]
+    rels = inside.filter(pl.col("source").is_in(shown) & pl.col("target").is_in(shown)).sort(
+        ["strength", "source", "target"], descending=[True, False, False]).head(limit)
+    rel_lines = [f"- {s} -- {t}: {_clip(d)}" for s, t, d in
+                 rels.select("source", "target", "description").iter_rows()]
+    prompt = (f"{SUMMARY_INSTRUCTION}\n\nEntities:\n" + "\n".join(lines)
+              + ("\n\nRelationships:\n" + "\n".join(rel_lines) if rel_lines else "")
+              + "\n\nJSON:")
+    return prompt, shown
+
+
+@step_kind("summarise", "1", max_llm_calls=lambda config, counts: None)
+def summarise(ctx: StepContext) -> None:
+    folder = ctx.input("hierarchy")
+    hierarchy = read_hierarchy(folder)
+    entities = pl.read_parquet(folder / ENTITIES_FILE)
+    relationships = pl.read_parquet(folder / RELATIONSHIPS_FILE)
+    llm, style = ctx.models.extraction_llm, ctx.config["prompt"]
+    rows, fallbacks = [], []
+    for module in ctx.progress(hierarchy.modules, total=len(hierarchy.modules),
+                               desc="summarise"):
+        prompt, shown = summary_prompt(module, entities, relationships,
+                                       ctx.config["summary_entities"])
+        try:
+            value = _ask_json(llm, style, prompt, SUMMARY_SCHEMA, max_tokens=256)
+            title, summary = " ".join(value["title"].split()), " ".join(value["summary"].split())
+        except InvalidOutput:
+            fallbacks.append(module.module_id)
+            title = ", ".join(shown[:3])
+            summary = " ".join(entities.filter(pl.col("name").is_in(shown[:3]))["description"])
+        rows.append({"module_id": module.module_id, "title": title, "summary": summary,
+                     "text": f"{title}: {summary}", "fallback": module.module_id in fallbacks})
+    frame = pl.DataFrame(rows, schema={"module_id": pl.String, "title": pl.String,
+                                       "summary": pl.String, "text": pl.String,
+                                       "fallback": pl.Boolean})
+    frame = frame.with_columns(tokens=pl.Series(
+        ctx.models.tokenizer.count_many(frame["text"].to_list()), dtype=pl.Int64))
+    frame.write_parquet(ctx.out_dir / SUMMARIES_FILE)
+    if rows:
+        VectorTable.create(ctx.out_dir, MODULE_TABLE, frame["module_id"].to_list(),
+                           ctx.models.embedder.encode(frame["text"].to_list()))
+    ctx.notes.update(modules=len(rows), fallback_summaries=fallbacks)
+
+
+@step_kind("gates", "1", max_llm_calls=lambda config, counts: None)
+def gates(ctx: StepContext) -> None:
+    hierarchy = read_hierarchy(ctx.input("hierarchy"))
+    relationships = pl.read_parquet(ctx.input("hierarchy") / RELATIONSHIPS_FILE,
+                                    columns=["source", "target"])
+    summaries = pl.read_parquet(ctx.input("summaries") / SUMMARIES_FILE)
+    text = dict(summaries.select("module_id", "text").iter_rows())
+    vectors: dict[str, np.ndarray] = {}
+    if text:
+        ids, matrix = VectorTable.open(ctx.input("summaries"), MODULE_TABLE).matrix()
+        vectors = dict(zip(ids, matrix))
+    llm, style = ctx.models.extraction_llm, ctx.config["prompt"]
+    answers: dict[str, int] = {"yes": 0, "no": 0, "other": 0}
+
+    def judge(a: str, b: str) -> bool:
+        prompt = f"{GATE_INSTRUCTION}\n\nGroup A: {text[a]}\n\nGroup B: {text[b]}\n\nAnswer:"
+        reply = _ask(llm, style, prompt, max_tokens=2, grammar=YES_NO).text.strip().lower()
+        verdict = reply if reply in ("yes", "no") else "other"  # "other": read as no
+        answers[verdict] += 1
+        return verdict == "yes"
+
+    search = find_gates(hierarchy, vectors, module_adjacency(hierarchy, relationships.iter_rows()),
+                        judge, top_m=ctx.config["top_m"],
+                        min_similarity=ctx.config["min_similarity"])
+    level = {m.module_id: m.level for m in hierarchy.modules}
+    pl.DataFrame({"a": [a for a, _ in search.gates], "b": [b for _, b in search.gates],
+                  "level_a": [level[a] for a, _ in search.gates],
+                  "level_b": [level[b] for _, b in search.gates]},
+                 schema={"a": pl.String, "b": pl.String, "level_a": pl.Int64,
+                         "level_b": pl.Int64}).write_parquet(ctx.out_dir / GATES_FILE)
+    ctx.notes.update(modules=len(hierarchy.modules), gates=len(search.gates),
+                     checks=search.checks, candidates=search.candidates,
+                     skipped_by_pruning=search.skipped_by_pruning, all_pairs=search.all_pairs,
+                     answers=answers)
+    if not search.gates:
+        ctx.notes["fallback"] = ("no causal gates: " + (
+            "no candidate module pairs" if not search.candidates
+            else f"the LLM answered no to all {search.checks} checks")
+            + "; hugrag expands over hierarchy and structure only")
