@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -34,9 +33,10 @@ from kgrag.graphs.bipartite import build_bipartite
 from kgrag.graphs.core import select_core
 from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.subchunks import split_subchunks
+from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
-from kgrag.models.embed import CachedEmbedder, EmbedderSettings
-from kgrag.models.registry import resolve_embedder
+from kgrag.models.embed import CachedEmbedder
+from kgrag.spec.model import default_cache_dir
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 STAGES = ("knn", "pagerank", "subchunks", "bipartite")
@@ -111,11 +111,8 @@ def main() -> None:
     parser.add_argument("--tau", type=int, default=1, help="2^tau sub-chunks per chunk")
     args = parser.parse_args()
 
-    model = resolve_embedder("all-MiniLM-L6-v2")
-    tokenizer = Tokenizer.from_dir(model.path)
-    cache = CallCache(Path(os.environ.get("KGRAG_CACHE_DIR", "~/.cache/kgrag")).expanduser())
-    embedder = CachedEmbedder(
-        EmbedderSettings(name=model.name, path=model.path, sha256=model.sha256), cache)
+    cache = CallCache(default_cache_dir())
+    tokenizer, embedder = bundled_embedder(cache)
     chunks = load_chunks(tokenizer, args.size, args.overlap, args.tile)
     vectors, sentence_vectors, embed_s = embed_everything(chunks, tokenizer, args.tau, embedder)
     print(f"embedding {chunks.height} chunks and {len(sentence_vectors)} distinct sentences: "

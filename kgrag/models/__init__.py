@@ -76,3 +76,10 @@ class Models:
                  "embedder": self.embedder_model}
         return {role: {"name": m.name, "path": str(m.path), "sha256": m.sha256}
                 for role, m in roles.items()}
+
+
+def bundled_embedder(cache: CallCache) -> tuple[Tokenizer, CachedEmbedder]:
+    """The bundled MiniLM and its tokenizer through ``cache``, outside any spec (benchmarks)."""
+    model = resolve_embedder("all-MiniLM-L6-v2")
+    settings = EmbedderSettings(name=model.name, path=model.path, sha256=model.sha256)
+    return Tokenizer.from_dir(model.path), CachedEmbedder(settings, cache)

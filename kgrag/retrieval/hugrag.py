@@ -23,7 +23,9 @@ A question is answered in four steps:
    summary / name and description / chunk text); α = 0.7 favours meaning.
 2. **Seeds by MMR** (λ = 0.7), separately over entities and over the modules of
    every level (3 + 3): each pick maximises λ·s − (1−λ)·(max cosine to the seeds of
-   its kind already picked).
+   its kind already picked). Seeds must score above 0; when none does (a question
+   the graph knows nothing about), the best chunks seed the search instead, and the
+   trace records the fallback.
 3. **Gated best-first expansion**: a max-heap on gain, seeds at their score; a node
    reached from u at hop h+1 over an edge of type t has gain s(q, v)·w(t)·γ^(h+1)
    (γ = 0.7). The gain is per node (the paper's Eq. 2 is lost from the text; a
@@ -368,11 +370,17 @@ class HugragStrategy:
         seeds = graph.mmr(scores, "entity", c["seed_entities"], c["mmr_lambda"])
         if c["use_hierarchy"]:
             seeds += graph.mmr(scores, "module", c["seed_modules"], c["mmr_lambda"])
+        trace: dict[str, Any] = {}
+        seeds = [i for i in seeds if scores[i] > 0]
+        if not seeds:  # nothing in the graph relates to the question at all
+            trace["fallback"] = "no seed matches the question: seeded from the best chunks"
+            seeds = graph.mmr(scores, "chunk", c["seed_entities"] + c["seed_modules"],
+                              c["mmr_lambda"])
         chosen, used = self._expand(seeds, scores, self.allowed)
         relationships, _ = graph.relationships_among(chosen, c["budget_tokens"] - used)
         items = linearise(graph, chosen, relationships)
-        trace: dict[str, Any] = {"seeds": [graph.nodes[i].key for i in seeds],
-                                 "reached": self.reached(chosen), "items": len(items)}
+        trace |= {"seeds": [graph.nodes[i].key for i in seeds],
+                  "reached": self.reached(chosen), "items": len(items)}
         if "gate" in self.allowed:
             without, _ = self._expand(seeds, scores, self.allowed - {"gate"})
             trace["reached_without_gates"] = self.reached(without)

@@ -1,6 +1,7 @@
 """Step ``chunk``: documents → chunks.parquet, each chunk also rendered as a retrieval unit.
 
-A unit's context text is ``# <title>`` followed by the chunk text; it is what
+A unit's context text is ``# <title>`` followed by the chunk text (the chunk text
+alone with ``chunking.title: false``); it is what
 gets embedded, what fills the budget and what the LLM reads, so its token
 count (``context_tokens``) is the one every budget is charged with.
 """
@@ -23,7 +24,8 @@ def chunk(ctx: StepContext) -> None:
     chunks = chunk_documents(documents, tokenizer, ctx.config["size"], ctx.config["overlap"])
     chunks = chunks.join(documents.select("doc_id", "title"), on="doc_id", how="left")
     chunks = chunks.with_columns(
-        context=pl.format("# {}\n{}", pl.col("title"), pl.col("text")))
+        context=pl.format("# {}\n{}", pl.col("title"), pl.col("text")) if ctx.config["title"]
+        else pl.col("text"))
     chunks = chunks.with_columns(
         context_tokens=pl.Series(tokenizer.count_many(chunks["context"].to_list()),
                                  dtype=pl.Int64))

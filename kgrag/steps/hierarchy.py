@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from kgrag.errors import KgragError
 from kgrag.graphs.canonical import canonicalise
 from kgrag.graphs.gates import find_gates, module_adjacency
 from kgrag.graphs.hierarchy import Hierarchy, Module, leiden_hierarchy
@@ -38,6 +37,7 @@ from kgrag.retrieval.hugrag import (
     SUMMARIES_FILE,
 )
 from kgrag.retrieval.local_search import ENTITY_TABLE
+from kgrag.steps.skeleton import read_extraction
 from kgrag.store.vectors import VectorTable
 
 DESCRIPTION_CHARS = 200  # of one entity / relationship description in a summary prompt
@@ -64,11 +64,7 @@ YES_NO = 'root ::= "yes" | "no"'
 
 @step_kind("hierarchy", "1")
 def build_hierarchy(ctx: StepContext) -> None:
-    entities = pl.read_parquet(ctx.input("extract") / ENTITIES_FILE)
-    relationships = pl.read_parquet(ctx.input("extract") / RELATIONSHIPS_FILE)
-    if entities.is_empty():
-        raise KgragError(f"{ctx.step.name}: the extraction produced no entities (see the "
-                         "extract step's failed_chunks in the manifest); nothing to build")
+    entities, relationships = read_extraction(ctx)
     cfg, embedder, tokenizer = ctx.config, ctx.models.embedder, ctx.models.tokenizer
     started = time.perf_counter()
     canon = canonicalise(entities, relationships, embedder.encode, fuzzy=cfg["fuzzy"],

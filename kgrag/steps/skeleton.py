@@ -94,13 +94,19 @@ def extract_core(ctx: StepContext) -> None:
         entities=entities.height, relationships=relationships.height)
 
 
-@step_kind("skeleton", "1")
-def skeleton(ctx: StepContext) -> None:
+def read_extraction(ctx: StepContext) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The merged entities and relationships of the ``extract`` input; none is an error."""
     entities = pl.read_parquet(ctx.input("extract") / ENTITIES_FILE)
     relationships = pl.read_parquet(ctx.input("extract") / RELATIONSHIPS_FILE)
     if entities.is_empty():
         raise KgragError(f"{ctx.step.name}: the extraction produced no entities (see the "
                          "extract step's failed_chunks in the manifest); nothing to build")
+    return entities, relationships
+
+
+@step_kind("skeleton", "1")
+def skeleton(ctx: StepContext) -> None:
+    entities, relationships = read_extraction(ctx)
     tokenizer = ctx.models.tokenizer
     entities = entities.with_columns(
         entity_id=pl.format("E{}", pl.int_range(1, pl.len() + 1)),

@@ -20,6 +20,7 @@ def test_hugrag_with_the_real_models(project):
     spec = write_spec(
         project, "hug",
         corpus={"dataset": "holisqa", "path": "../business", "limit": 1},
+        chunking={"title": False},
         extraction={"model": "smollm2-135m", "prompt": "chat", "max_entities": 3,
                     "max_relationships": 2},
         graphs=[{"name": "h", "kind": "hierarchy"}],

@@ -90,7 +90,7 @@ def holisqa(project: Path) -> Path:
 
 def spec(project: Path, **changes) -> Path:
     sections = {"corpus": {"dataset": "holisqa", "path": "../business", "limit": 2},
-                "chunking": {"size": 128, "overlap": 16},
+                "chunking": {"size": 128, "overlap": 16, "title": False},
                 "graphs": [{"name": "h", "kind": "hierarchy", "max_cluster_size": 4,
                             "gate_min_similarity": 0.0}],
                 "query": QUERY, "answer": {"length": "long"},

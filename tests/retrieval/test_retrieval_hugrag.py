@@ -190,3 +190,14 @@ def test_ablations_switch_edges_and_the_filter(tmp_path: Path, tokenizer: Tokeni
         "hierarchy": "hierarchy.g", "dense": "dense"}
     assert HugragStrategy.needs(CONFIG) == {"hierarchy": "hierarchy.g", "dense": "dense",
                                             "summaries": "summaries.g", "gates": "gates.g"}
+
+
+def test_a_question_matching_no_seed_falls_back_to_chunks(tmp_path: Path,
+                                                         tokenizer: Tokenizer) -> None:
+    hug = strategy(tmp_path, tokenizer, causal_filter=False)
+    # the question vector points away from every entity and module, and shares no keyword
+    away = np.array([-1.0, 0.0, 0.0], dtype=np.float32)
+    hug.graph.vectors[[hug.graph.index[("chunk", "c2")]]] = [0.0, -0.6, 0.8]
+    context = hug.retrieve("zzz?", away / np.linalg.norm(away))
+    assert "no seed matches" in context.trace["fallback"]
+    assert all(k.startswith("c") for k in context.trace["seeds"]) and context.unit_ids

@@ -56,7 +56,7 @@ def test_nested_typo_points_at_the_unknown_key(tmp_path: Path) -> None:
 def test_unknown_key_without_close_match_lists_allowed_keys(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "chunking:\n  zebra: 1\n")
     assert check_spec(path) == [
-        f"{path}:6: chunking: unknown key 'zebra'; allowed keys here: size, overlap"
+        f"{path}:6: chunking: unknown key 'zebra'; allowed keys here: size, overlap, title"
     ]
 
 
@@ -274,7 +274,7 @@ def test_top_level_must_be_a_mapping(tmp_path: Path, text: str, kind: str) -> No
 def test_non_string_keys_are_unknown_keys(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "chunking:\n  size: 64\n  1: x\n")
     assert check_spec(path) == [
-        f"{path}:7: chunking: unknown key 1; allowed keys here: size, overlap"
+        f"{path}:7: chunking: unknown key 1; allowed keys here: size, overlap, title"
     ]
 
 
