@@ -81,6 +81,7 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     row.update(
         retrieval_ms_p50=round(percentile(latencies, 50), 3),
         retrieval_ms_p95=round(percentile(latencies, 95), 3),
+        retrieval_llm_ms_p50=round(percentile(table["llm_ms"].to_list(), 50), 3),
         context_tokens_mean=round(float(table["context_tokens"].mean() or 0.0), 1),
         llm_calls=int(table["llm_calls"].sum()) + (0 if answers is None else answers.height),
         llm_tokens_in=int(table["llm_tokens_in"].sum())
@@ -119,7 +120,7 @@ def _mean(values: Sequence[float]) -> float | None:
 COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "context_recall", "reachability",
            "reachability_no_gates", "gold_coverage", "gold_coverage_no_gates", "min_hops",
            "min_hops_no_gates", "context_tokens_mean", "retrieval_ms_p50", "retrieval_ms_p95",
-           "llm_calls_per_query", "llm_tokens_in", "llm_tokens_out")
+           "retrieval_llm_ms_p50", "llm_calls_per_query", "llm_tokens_in", "llm_tokens_out")
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:

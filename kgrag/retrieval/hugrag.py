@@ -57,6 +57,7 @@ coverage and min hops compare with and without gates on identical questions.
 from __future__ import annotations
 
 import heapq
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -384,16 +385,18 @@ class HugragStrategy:
         if "gate" in self.allowed:
             without, _ = self._expand(seeds, scores, self.allowed - {"gate"})
             trace["reached_without_gates"] = self.reached(without)
-        kept, calls = items, (0, 0, 0)
+        kept, calls, llm_ms = items, (0, 0, 0), 0.0
         trace["filter"] = "off"
         if c["causal_filter"] and items:
+            started = time.perf_counter()
             kept, trace["filter"], calls = self._causal_filter(question, items)
+            llm_ms = (time.perf_counter() - started) * 1000
             trace["kept"] = len(kept)
         unit_ids = [item.key for item in kept if item.kind == "chunk"]
         text = evidence_text(kept)
         return Context(unit_ids, [graph.chunk_docs[u] for u in unit_ids], text,
                        self.tokenizer.count(text), trace=trace, llm_calls=calls[0],
-                       llm_tokens_in=calls[1], llm_tokens_out=calls[2])
+                       llm_tokens_in=calls[1], llm_tokens_out=calls[2], llm_ms=llm_ms)
 
     def _causal_filter(self, question: str, items: list[Item]
                        ) -> tuple[list[Item], str, tuple[int, int, int]]:

@@ -55,3 +55,4 @@ class Context:
     llm_calls: int = 0
     llm_tokens_in: int = 0
     llm_tokens_out: int = 0
+    llm_ms: float = 0.0  # of the retrieval's wall time, spent waiting on the LLM

@@ -82,7 +82,7 @@ def test_context_recall_in_the_strategy_row():
                               "unit_ids": [["c1", "c1/0"], ["c2"], ["c1"]],
                               "doc_ids": [["d1", "d1"], ["d1"], ["d1"]],
                               "context": ["the gold", "", ""], "context_tokens": [3, 4, 5],
-                              "retrieval_ms": [1.0, 2.0, 3.0], "llm_calls": [1, 1, 0],
+                              "retrieval_ms": [1.0, 2.0, 3.0], "llm_ms": [5.0, 7.0, 0.0], "llm_calls": [1, 1, 0],
                               "llm_tokens_in": [10, 10, 0], "llm_tokens_out": [2, 2, 0]})
     spans = EvidenceSpans(chunks={"c1": ("d1", 0, 50), "c2": ("d1", 30, 100)},
                           sentences={"s1": ("d1", 0, 30), "s2": ("d1", 31, 70)})
