@@ -132,7 +132,7 @@ def _add_hierarchy(plan: Plan, name: str, cfg: dict[str, Any], extraction: dict[
     hierarchy = plan.add(
         f"hierarchy.{name}", "hierarchy",
         {k: cfg[k] for k in ("fuzzy", "cosine", "max_cluster_size", "max_levels", "seed")}
-        | {"embedder": embedder}, {"chunks": "chunks", "extract": extract.name})
+        | {"embedder": embedder}, {"extract": extract.name})
     summaries = plan.add(f"summaries.{name}", "summarise",
                          {"summary_entities": cfg["summary_entities"], "embedder": embedder, **llm},
                          {"hierarchy": hierarchy.name})
