@@ -387,7 +387,9 @@ class HugragStrategy:
             trace["reached_without_gates"] = self.reached(without)
         kept, calls, llm_ms = items, (0, 0, 0), 0.0
         trace["filter"] = "off"
-        if c["causal_filter"] and items:
+        if c["causal_filter"] and not items:
+            trace["filter"] = "skipped: no evidence item fits the budget"
+        elif c["causal_filter"]:
             started = time.perf_counter()
             kept, trace["filter"], calls = self._causal_filter(question, items)
             llm_ms = (time.perf_counter() - started) * 1000

@@ -201,3 +201,10 @@ def test_a_question_matching_no_seed_falls_back_to_chunks(tmp_path: Path,
     context = hug.retrieve("zzz?", away / np.linalg.norm(away))
     assert "no seed matches" in context.trace["fallback"]
     assert all(k.startswith("c") for k in context.trace["seeds"]) and context.unit_ids
+
+
+def test_a_budget_too_small_for_any_item_skips_the_filter(tmp_path: Path,
+                                                          tokenizer: Tokenizer) -> None:
+    context = strategy(tmp_path, tokenizer, budget_tokens=2).retrieve(QUESTION, VECTOR)
+    assert context.trace["items"] == 0 and context.llm_calls == 0
+    assert context.trace["filter"].startswith("skipped") and context.text == ""
