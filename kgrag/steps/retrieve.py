@@ -48,7 +48,7 @@ def filter_calls(config: dict[str, Any], counts: Counts) -> int | None:
     return counts.questions * (1 + config["max_retries"])
 
 
-@step_kind("retrieve", "5", max_llm_calls=filter_calls)
+@step_kind("retrieve", "6", max_llm_calls=filter_calls)
 def retrieve(ctx: StepContext) -> None:
     config = ctx.config["strategy"]
     strategy = load_strategy(config, ctx.inputs, ctx.models, ctx.config.get("prompt",
