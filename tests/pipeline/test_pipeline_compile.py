@@ -65,6 +65,15 @@ def test_a_theta_sweep_reuses_every_index_step(project):
      "'beta' is not a parameter of a bipartite graph"),
     ([{"name": "s", "kind": "skeleton", "beta": 1.5}], [{"name": "t", "strategy": "naive"}],
      "graphs[0].beta: must be ≤ 1, got 1.5"),
+    (GRAPHS, [{"name": "h", "strategy": "hugrag"}],
+     "strategy hugrag needs 'hierarchy': the name of a hierarchy graph"),
+    (GRAPHS, [{"name": "h", "strategy": "hugrag", "hierarchy": "skel"}],
+     "no hierarchy graph named 'skel'"),
+    ([{"name": "h", "kind": "hierarchy", "tau": 1}], [{"name": "t", "strategy": "naive"}],
+     "'tau' is not a parameter of a hierarchy graph"),
+    ([{"name": "h", "kind": "hierarchy"}],
+     [{"name": "t", "strategy": "hugrag", "hierarchy": "h", "theta": 0.4}],
+     "'theta' is not a parameter of strategy hugrag"),
 ])
 def test_bad_references_and_parameters_are_spec_errors(project, graphs, query, message):
     spec = write_spec(project, graphs=graphs, query=query)
@@ -81,3 +90,19 @@ def test_theta_defaults_depend_on_the_strategy(project):
     theta = {n.split("@")[0]: s.config["strategy"].get("theta")
              for n, s in plan.items() if n.startswith("retrieve.")}
     assert theta == {"retrieve.ket": 0.4, "retrieve.hybrid": 0.5, "retrieve.text": None}
+
+
+def test_a_hierarchy_build_is_four_steps_sharing_extraction_with_a_skeleton(project):
+    graphs = [{"name": "h", "kind": "hierarchy"}, {"name": "kg", "kind": "skeleton",
+                                                   "beta": 1.0}]
+    query = [{"name": "hug", "strategy": "hugrag", "hierarchy": "h"},
+             {"name": "flat", "strategy": "hugrag", "hierarchy": "h", "use_hierarchy": False,
+              "causal_filter": False}]
+    plan = steps(write_spec(project, graphs=graphs, query=query))
+    assert plan["extract.h"].inputs == {"chunks": "chunks"}
+    assert plan["extract.h"].config["beta"] == 1.0
+    assert plan["gates.h"].inputs == {"hierarchy": "hierarchy.h", "summaries": "summaries.h"}
+    # the filter's LLM joins the fingerprint of the strategy that calls it, only that one
+    assert "llm" in plan["retrieve.hug"].config and "llm" not in plan["retrieve.flat"].config
+    assert set(plan["retrieve.flat"].inputs) == {"corpus", "chunks", "hierarchy", "dense"}
+    assert plan["evaluate"].inputs["graph.hug"] == "hierarchy.h"
