@@ -243,5 +243,5 @@ def gates(ctx: StepContext) -> None:
     if not search.gates:
         ctx.notes["fallback"] = ("no causal gates: " + (
             "no candidate module pairs" if not search.candidates
-            else f"the LLM answered no to all {search.checks} checks")
+            else f"none of the {search.checks} checks was answered yes")
             + "; hugrag expands over hierarchy and structure only")
