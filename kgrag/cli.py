@@ -38,15 +38,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         session = api.open_session(args.spec)
         print(f"plan for {session.spec.name} -> {session.run_dir}")
         total, unknown = 0, 0
-        for planned in api.dry_run(session):
+        plan = list(api.dry_run(session))
+        width = max((len(p.step.name) for p in plan), default=0)
+        for planned in plan:
             bound = planned.max_llm_calls
-            total += bound or 0
-            unknown += bound is None and not planned.reuse
+            if not planned.reuse:  # a reused step costs nothing
+                total += bound or 0
+                unknown += bound is None
             calls = "?" if bound is None else f"≤{bound}"
             action = "reuse" if planned.reuse else "run"
-            print(f"  {planned.step.name:<24} {planned.step.kind:<12} "
+            print(f"  {planned.step.name:<{width}} {planned.step.kind:<12} "
                   f"{planned.step.fingerprint[:12]}  {action:<5}  llm calls {calls}")
-        more = f", plus {unknown} step(s) marked ? (known once chunking has run)" if unknown else ""
+        more = (f", plus {unknown} step(s) marked ? (known once chunking has run, or once the "
+                "hierarchy is built for module summaries and gate checks)" if unknown else "")
         print(f"at most {total} LLM calls{more} (cached calls cost nothing)")
         return 0
     result = api.run(args.spec, force=tuple(args.force))

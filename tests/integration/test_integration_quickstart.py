@@ -36,7 +36,7 @@ def model_calls(manifest) -> tuple[int, int]:
             sum(s["embed"]["calls"] for s in manifest.steps))
 
 
-def test_run_twice_second_run_makes_no_model_calls(project):
+def test_run_twice_second_run_makes_no_model_calls(project, capsys):
     spec = tiny(project)
     first = api.run(spec, echo=lambda s: None)
     llm_calls, embed_calls = model_calls(first.manifest)
@@ -46,6 +46,8 @@ def test_run_twice_second_run_makes_no_model_calls(project):
     assert 0 <= rows[0]["coverage"] <= 1 and rows[0]["context_tokens_mean"] <= 400
     assert rows[0]["llm_tokens_in"] > 0
 
+    assert main(["run", str(spec), "--dry-run"]) == 0  # everything built: nothing to pay
+    assert "at most 0 LLM calls" in capsys.readouterr().out
     second = api.run(spec, echo=lambda s: None)
     assert model_calls(second.manifest) == (0, 0)
     assert {s["status"] for s in second.manifest.steps} == {"reused"}
