@@ -30,7 +30,7 @@ from kgrag.graphs.gates import find_gates, module_adjacency
 from kgrag.graphs.hierarchy import leiden_hierarchy
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
-from kgrag.retrieval.hugrag import EDGE_TYPES, HugragGraph, Node, _lexicon
+from kgrag.retrieval.hugrag import EDGE_TYPES, HugragGraph, Node, keyword_lexicon
 from kgrag.spec.model import default_cache_dir
 
 WEIGHTS = {"gate": 1.2, "structural": 1.0, "membership": 1.0, "relationship": 0.8}
@@ -89,7 +89,7 @@ def build(domain: str, embedder, tokenizer) -> tuple[HugragGraph, dict, pl.DataF
     rel_frame = rels.with_columns(
         relationship_id=pl.format("R{}", pl.int_range(1, pl.len() + 1)),
         text=pl.format("{} -- {}: {}", "source", "target", "description"), tokens=pl.lit(8))
-    lexicon, vocabulary = _lexicon([n.text for n in nodes])
+    lexicon, vocabulary = keyword_lexicon([n.text for n in nodes])
     graph = HugragGraph(nodes, vectors, lexicon, vocabulary, edges, rel_frame,
                         dict(zip(chunks["chunk_id"], chunks["doc_id"])))
     stats = {"chunks": chunks.height, "entities": entities.height, "edges": rels.height,

@@ -183,7 +183,7 @@ class HugragGraph:
             edges[b].append((a, kind))
         vectors = np.concatenate(blocks).astype(np.float32)
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        lexicon, vocabulary = _lexicon([n.text for n in nodes])
+        lexicon, vocabulary = keyword_lexicon([n.text for n in nodes])
         return cls(nodes, vectors, lexicon, vocabulary, edges, relationships, units.doc)
 
     def scores(self, question: str, vector: np.ndarray, alpha: float) -> np.ndarray:
@@ -254,7 +254,7 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in keywords(text)]
 
 
-def _lexicon(texts: list[str]) -> tuple[sp.csr_matrix, dict[str, int]]:
+def keyword_lexicon(texts: list[str]) -> tuple[sp.csr_matrix, dict[str, int]]:
     """Binary node × keyword matrix (lower-cased keywords, stop words removed)."""
     vocabulary: dict[str, int] = {}
     rows, cols = [], []

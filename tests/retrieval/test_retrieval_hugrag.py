@@ -25,8 +25,8 @@ from kgrag.retrieval.hugrag import (
     HugragGraph,
     HugragStrategy,
     Node,
-    _lexicon,
     filter_schema,
+    keyword_lexicon,
     linearise,
 )
 from kgrag.retrieval.units import Units
@@ -67,7 +67,7 @@ def graph() -> HugragGraph:
     for a, b, kind in EDGES:
         edges[index[a]].append((index[b], kind))
         edges[index[b]].append((index[a], kind))
-    lexicon, vocabulary = _lexicon([n.text for n in nodes])
+    lexicon, vocabulary = keyword_lexicon([n.text for n in nodes])
     relationships = pl.DataFrame({"relationship_id": ["R1"], "source": ["ALPHA"],
                                   "target": ["BETA"], "strength": [5.0],
                                   "text": ["ALPHA -- BETA: beta follows alpha"], "tokens": [6]})
