@@ -190,6 +190,23 @@ class CachedLLM:
         """A JSON object constrained by ``schema`` continuing a plain prompt; see ``_json``."""
         return self._json({"prompt": prompt}, schema, max_tokens, validate)
 
+    def ask(self, prompt: str, *, style: str, max_tokens: int, stop: list[str] | None = None,
+            grammar: str | None = None) -> Completion:
+        """One self-contained instruction: a single user turn through the chat template
+        (``style`` "chat", instruction-tuned models) or the plain text ("completion")."""
+        if style == "chat":
+            return self.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens,
+                             stop=stop, grammar=grammar)
+        return self.complete(prompt, max_tokens=max_tokens, stop=stop, grammar=grammar)
+
+    def ask_json(self, prompt: str, schema: dict[str, Any], *, style: str, max_tokens: int,
+                 validate: Callable[[Any], T] | None = None) -> tuple[T, int]:
+        """``ask`` for a JSON object constrained by ``schema``; see ``_json``."""
+        if style == "chat":
+            return self.chat_json([{"role": "user", "content": prompt}], schema,
+                                  max_tokens=max_tokens, validate=validate)
+        return self.complete_json(prompt, schema, max_tokens=max_tokens, validate=validate)
+
     def _json(self, body: dict[str, Any], schema: dict[str, Any], max_tokens: int,
               validate: Callable[[Any], T] | None) -> tuple[T, int]:
         """Parse and validate constrained output, retrying up to ``max_retries`` times.

@@ -189,8 +189,9 @@ class HugragGraph:
     def scores(self, question: str, vector: np.ndarray, alpha: float) -> np.ndarray:
         """s(q, v) for every node: α·cosine + (1−α)·share of question keywords in v."""
         semantic = self.vectors @ vector.astype(np.float32)
-        wanted = sorted({self.vocabulary[w] for w in _words(question) if w in self.vocabulary})
-        n_words = len(set(_words(question)))
+        words = set(_words(question))
+        wanted = sorted(self.vocabulary[w] for w in words if w in self.vocabulary)
+        n_words = len(words)
         lexical = np.zeros(len(self.nodes), dtype=np.float32)
         if wanted and n_words:
             lexical = np.asarray(self.lexicon[:, wanted].sum(axis=1)).ravel() / n_words
@@ -408,11 +409,8 @@ class HugragStrategy:
         prompt = filter_prompt(question, items, spurious_aware)
         before = self.llm.usage.snapshot()
         try:
-            if self.prompt_style == "chat":
-                value, _ = self.llm.chat_json([{"role": "user", "content": prompt}], schema,
-                                              max_tokens=FILTER_MAX_TOKENS)
-            else:
-                value, _ = self.llm.complete_json(prompt, schema, max_tokens=FILTER_MAX_TOKENS)
+            value, _ = self.llm.ask_json(prompt, schema, style=self.prompt_style,
+                                         max_tokens=FILTER_MAX_TOKENS)
             precise = set(value["precise"])
             outcome = "ok" if precise else "fallback: empty precise list, all evidence kept"
         except InvalidOutput:

@@ -30,12 +30,13 @@ METRICS = "metrics.json"
 @step_kind("evaluate", "5", publish=(METRICS,))
 def evaluate(ctx: StepContext) -> None:
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
+    sentences = pl.read_parquet(ctx.input("corpus") / SENTENCES)
     spans = None
     if "context_recall" in ctx.config["metrics"]:
         chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE,
                                  columns=["chunk_id", "doc_id", "start", "end"])
-        spans = EvidenceSpans.from_frames(chunks,
-                                          pl.read_parquet(ctx.input("corpus") / SENTENCES))
+        spans = EvidenceSpans.from_frames(chunks, sentences)
+    gold_of: dict[Path, dict[str, set[str]]] = {}  # per hierarchy build, computed once
     rows = []
     for strategy in ctx.config["strategies"]:
         name = strategy["name"]
@@ -45,22 +46,22 @@ def evaluate(ctx: StepContext) -> None:
         row = strategy_row(name, strategy["strategy"], ctx.config["metrics"], questions,
                            retrieved, answers, spans)
         graph = ctx.inputs.get(f"graph.{name}")
-        if graph is not None:
-            row.update(_structure(graph, questions, retrieved, ctx.input("corpus") / SENTENCES))
+        if graph is not None and not sentences.is_empty():
+            if graph not in gold_of:
+                gold_of[graph] = _gold_nodes(graph, questions, sentences)
+            golds = gold_of[graph]
+            row.update(structural_metrics(
+                [json.loads(t) for t in retrieved["trace"]],
+                [golds.get(q, set()) for q in retrieved["question_id"]]))
         rows.append({**row, "params": ctx.config["params"][name]})  # swept values, if any
     result = {"dataset": ctx.config["dataset"], "n_questions": questions.height, "rows": rows}
     (ctx.out_dir / METRICS).write_text(json.dumps(result, indent=2) + "\n")
 
 
-def _structure(graph: Path, questions: pl.DataFrame, retrieved: pl.DataFrame,
-               sentences_file: Path) -> dict[str, float | int | None]:
-    """App. E metrics of one hugrag row; empty when the corpus has no gold sentences."""
-    sentences = pl.read_parquet(sentences_file, columns=["sentence_id", "text"])
-    if sentences.is_empty():
-        return {}
-    text = dict(sentences.iter_rows())
+def _gold_nodes(graph: Path, questions: pl.DataFrame, sentences: pl.DataFrame
+                ) -> dict[str, set[str]]:
+    """Question id → the entities of one hierarchy build named in its gold sentences."""
+    text = dict(sentences.select("sentence_id", "text").iter_rows())
     names = pl.read_parquet(graph / ENTITIES_FILE, columns=["name"])["name"].to_list()
-    table = questions.join(retrieved, on="question_id", how="inner")
-    golds = [gold_nodes(names, [text[s] for s in ids if s in text])
-             for ids in table["gold_sentence_ids"].to_list()]
-    return structural_metrics([json.loads(t) for t in table["trace"]], golds)
+    return {qid: gold_nodes(names, [text[s] for s in ids if s in text])
+            for qid, ids in questions.select("question_id", "gold_sentence_ids").iter_rows()}

@@ -25,7 +25,7 @@ import polars as pl
 from kgrag.graphs.canonical import canonicalise
 from kgrag.graphs.gates import find_gates, module_adjacency
 from kgrag.graphs.hierarchy import Hierarchy, Module, leiden_hierarchy
-from kgrag.models.llm import CachedLLM, InvalidOutput
+from kgrag.models.llm import InvalidOutput
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
 from kgrag.retrieval.hugrag import (
@@ -131,20 +131,6 @@ def read_hierarchy(folder: Any) -> Hierarchy:
         unclustered=(), oversized=0)
 
 
-def _ask(llm: CachedLLM, style: str, prompt: str, **kwargs: Any) -> Any:
-    if style == "chat":
-        return llm.chat([{"role": "user", "content": prompt}], **kwargs)
-    return llm.complete(prompt, **kwargs)
-
-
-def _ask_json(llm: CachedLLM, style: str, prompt: str, schema: dict[str, Any],
-              max_tokens: int) -> Any:
-    if style == "chat":
-        return llm.chat_json([{"role": "user", "content": prompt}], schema,
-                             max_tokens=max_tokens)[0]
-    return llm.complete_json(prompt, schema, max_tokens=max_tokens)[0]
-
-
 def _clip(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= DESCRIPTION_CHARS else text[:DESCRIPTION_CHARS - 1] + "…"
@@ -186,7 +172,7 @@ def summarise(ctx: StepContext) -> None:
         prompt, shown = summary_prompt(module, entities, relationships,
                                        ctx.config["summary_entities"])
         try:
-            value = _ask_json(llm, style, prompt, SUMMARY_SCHEMA, max_tokens=256)
+            value, _ = llm.ask_json(prompt, SUMMARY_SCHEMA, style=style, max_tokens=256)
             title, summary = " ".join(value["title"].split()), " ".join(value["summary"].split())
         except InvalidOutput:
             fallbacks.append(module.module_id)
@@ -222,7 +208,7 @@ def gates(ctx: StepContext) -> None:
 
     def judge(a: str, b: str) -> bool:
         prompt = f"{GATE_INSTRUCTION}\n\nGroup A: {text[a]}\n\nGroup B: {text[b]}\n\nAnswer:"
-        reply = _ask(llm, style, prompt, max_tokens=2, grammar=YES_NO).text.strip().lower()
+        reply = llm.ask(prompt, style=style, max_tokens=2, grammar=YES_NO).text.strip().lower()
         verdict = reply if reply in ("yes", "no") else "other"  # "other": read as no
         answers[verdict] += 1
         return verdict == "yes"
