@@ -17,20 +17,16 @@ gold sentence.
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 
-import numpy as np
 import polars as pl
-from hugrag_scaling import JUDGE_COSINE, SHARED_DATA, SUMMARY_MEMBERS, stand_in_extraction
+from hugrag_scaling import SHARED_DATA, stand_in_build
 
 from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.eval.structure import gold_nodes, structural_metrics
-from kgrag.graphs.canonical import canonicalise
-from kgrag.graphs.gates import find_gates, module_adjacency
-from kgrag.graphs.hierarchy import leiden_hierarchy
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
-from kgrag.retrieval.hugrag import EDGE_TYPES, HugragGraph, Node, keyword_lexicon
+from kgrag.retrieval.hugrag import EDGE_TYPES, HugragGraph
+from kgrag.retrieval.units import Units
 from kgrag.spec.model import default_cache_dir
 
 WEIGHTS = {"gate": 1.2, "structural": 1.0, "membership": 1.0, "relationship": 0.8}
@@ -41,58 +37,33 @@ def build(domain: str, embedder, tokenizer) -> tuple[HugragGraph, dict, pl.DataF
            "fields": {"id": "id", "title": "title", "text": "text"}}
     corpus = load_corpus(cfg, SHARED_DATA)
     chunks = chunk_documents(corpus.documents, tokenizer, 256, 32)
-    entities, relationships = stand_in_extraction(chunks)
-    canon = canonicalise(entities, relationships, embedder.encode)
-    entities, rels = canon.entities, canon.relationships
-    hierarchy = leiden_hierarchy(entities["name"].to_list(),
-                                 list(zip(rels["source"], rels["target"],
-                                          rels["weight"].cast(pl.Float64))))
-    degree = Counter([*rels["source"], *rels["target"]])
-    summary = {m.module_id: ", ".join(sorted(m.entities, key=lambda n: (-degree[n], n))
-                                      [:SUMMARY_MEMBERS]).lower() for m in hierarchy.modules}
-    module_ids = list(summary)
-    module_vectors = embedder.encode([summary[m] for m in module_ids])
-    unit = dict(zip(module_ids, module_vectors / np.linalg.norm(module_vectors, axis=1,
-                                                                keepdims=True)))
-    gates = find_gates(hierarchy, unit, module_adjacency(hierarchy, zip(rels["source"],
-                                                                        rels["target"])),
-                       lambda a, b: float(unit[a] @ unit[b]) >= JUDGE_COSINE)
-    entity_text = [f"{n}: {d}" for n, d in zip(entities["name"], entities["description"])]
-    nodes = [Node("entity", n, t, k) for n, t, k in
-             zip(entities["name"], entity_text, tokenizer.count_many(entity_text))]
-    nodes += [Node("module", m, summary[m], k) for m, k in
-              zip(module_ids, tokenizer.count_many([summary[m] for m in module_ids]))]
-    nodes += [Node("chunk", c, t, k) for c, t, k in
-              zip(chunks["chunk_id"], chunks["text"], chunks["n_tokens"])]
-    vectors = np.concatenate([embedder.encode(entity_text), module_vectors,
-                              embedder.encode(chunks["text"].to_list())]).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    index = {(n.kind, n.key): i for i, n in enumerate(nodes)}
-    pairs: list[tuple[int, int, str]] = []
-    for a, b in zip(rels["source"], rels["target"]):
-        pairs.append((index[("entity", a)], index[("entity", b)], "relationship"))
-    for name, sources in zip(entities["name"], entities["source_chunk_ids"]):
-        pairs += [(index[("entity", name)], index[("chunk", c)], "structural") for c in sources]
-    for m in hierarchy.modules:
-        if m.parent is not None:
-            pairs.append((index[("module", m.parent)], index[("module", m.module_id)],
-                          "membership"))
-    for name in entities["name"]:
-        leaf = hierarchy.leaf_module_of(name)
-        if leaf is not None:
-            pairs.append((index[("module", leaf)], index[("entity", name)], "membership"))
-    pairs += [(index[("module", a)], index[("module", b)], "gate") for a, b in gates.gates]
-    edges: list[list[tuple[int, str]]] = [[] for _ in nodes]
-    for a, b, kind in sorted(set(pairs)):
-        edges[a].append((b, kind))
-        edges[b].append((a, kind))
-    rel_frame = rels.with_columns(
+    built = stand_in_build(chunks, embedder)
+    canon, hierarchy = built.canon, built.hierarchy
+    entity_text = [f"{n}: {d}" for n, d in zip(canon.entities["name"],
+                                               canon.entities["description"])]
+    entities = canon.entities.with_columns(
+        text=pl.Series(entity_text), tokens=pl.Series(tokenizer.count_many(entity_text)),
+        chunk_ids=pl.col("source_chunk_ids"),
+        module_id=pl.Series([hierarchy.leaf_module_of(n) for n in canon.entities["name"]],
+                            dtype=pl.String))
+    summaries = list(built.summaries.values())
+    modules = pl.DataFrame({
+        "module_id": list(built.summaries),
+        "parent": pl.Series([hierarchy.module(m).parent for m in built.summaries],
+                            dtype=pl.String),
+        "text": summaries, "tokens": tokenizer.count_many(summaries)})
+    relationships = canon.relationships.with_columns(
         relationship_id=pl.format("R{}", pl.int_range(1, pl.len() + 1)),
         text=pl.format("{} -- {}: {}", "source", "target", "description"), tokens=pl.lit(8))
-    lexicon, vocabulary = keyword_lexicon([n.text for n in nodes])
-    graph = HugragGraph(nodes, vectors, lexicon, vocabulary, edges, rel_frame,
-                        dict(zip(chunks["chunk_id"], chunks["doc_id"])))
-    stats = {"chunks": chunks.height, "entities": entities.height, "edges": rels.height,
+    chunk_ids = chunks["chunk_id"].to_list()
+    units = Units(dict(zip(chunk_ids, chunks["text"])), dict(zip(chunk_ids, chunks["n_tokens"])),
+                  dict(zip(chunk_ids, chunks["doc_id"])))
+    graph = HugragGraph.assemble(
+        entities, embedder.encode(entity_text), relationships, modules, built.module_vectors,
+        built.search.gates, chunk_ids, embedder.encode(chunks["text"].to_list()), units)
+    gates = built.search
+    stats = {"chunks": chunks.height, "entities": entities.height,
+             "edges": relationships.height,
              "modules": len(hierarchy.modules), "gates": len(gates.gates),
              "checks": gates.checks, "all_pairs": gates.all_pairs}
     return graph, stats, corpus.questions, dict(zip(corpus.sentences["sentence_id"],

@@ -32,6 +32,7 @@ import math
 import resource
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,10 +40,10 @@ import polars as pl
 
 from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.corpus.keywords import keywords
-from kgrag.graphs.canonical import canonicalise
+from kgrag.graphs.canonical import Canonical, canonicalise
 from kgrag.graphs.extraction import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
-from kgrag.graphs.gates import find_gates, module_adjacency
-from kgrag.graphs.hierarchy import leiden_hierarchy
+from kgrag.graphs.gates import GateSearch, find_gates, module_adjacency
+from kgrag.graphs.hierarchy import Hierarchy, leiden_hierarchy
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder
@@ -84,7 +85,20 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def one_build(chunks: pl.DataFrame, embedder: CachedEmbedder) -> dict[str, float]:
+@dataclass
+class StandIn:
+    """The stand-in build: canonical entities, hierarchy, module summaries, gate search."""
+
+    canon: Canonical
+    hierarchy: Hierarchy
+    summaries: dict[str, str]  # module id → member names
+    module_vectors: np.ndarray  # rows in ``summaries`` order
+    search: GateSearch
+    canonicalise_s: float
+    leiden_s: float
+
+
+def stand_in_build(chunks: pl.DataFrame, embedder: CachedEmbedder) -> StandIn:
     entities, relationships = stand_in_extraction(chunks)
     started = time.perf_counter()
     canon = canonicalise(entities, relationships, embedder.encode)
@@ -99,18 +113,24 @@ def one_build(chunks: pl.DataFrame, embedder: CachedEmbedder) -> dict[str, float
     summaries = {m.module_id: ", ".join(sorted(m.entities, key=lambda n: (-degree[n], n))
                                          [:SUMMARY_MEMBERS]).lower()
                  for m in hierarchy.modules}
-    ids = list(summaries)
-    matrix = embedder.encode([summaries[i] for i in ids])
-    vectors = dict(zip(ids, matrix / np.linalg.norm(matrix, axis=1, keepdims=True)))
+    matrix = embedder.encode(list(summaries.values()))
+    vectors = dict(zip(summaries, matrix / np.linalg.norm(matrix, axis=1, keepdims=True)))
     search = find_gates(hierarchy, vectors,
                         module_adjacency(hierarchy, zip(rels["source"], rels["target"])),
                         lambda a, b: float(vectors[a] @ vectors[b]) >= JUDGE_COSINE)
-    return {"chunks": chunks.height, "entities": canon.entities.height, "edges": rels.height,
-            "modules": len(hierarchy.modules), "levels": len(hierarchy.levels()),
-            "checks": search.checks, "candidates": search.candidates,
-            "pruned": search.skipped_by_pruning, "gates": len(search.gates),
-            "all_pairs": search.all_pairs, "canonicalise_s": canonicalise_s,
-            "leiden_s": leiden_s, "peak_rss_mb": peak_rss_mb()}
+    return StandIn(canon, hierarchy, summaries, matrix, search, canonicalise_s, leiden_s)
+
+
+def one_build(chunks: pl.DataFrame, embedder: CachedEmbedder) -> dict[str, float]:
+    built = stand_in_build(chunks, embedder)
+    search = built.search
+    return {"chunks": chunks.height, "entities": built.canon.entities.height,
+            "edges": built.canon.relationships.height, "modules": len(built.hierarchy.modules),
+            "levels": len(built.hierarchy.levels()), "checks": search.checks,
+            "candidates": search.candidates, "pruned": search.skipped_by_pruning,
+            "gates": len(search.gates), "all_pairs": search.all_pairs,
+            "canonicalise_s": built.canonicalise_s, "leiden_s": built.leiden_s,
+            "peak_rss_mb": peak_rss_mb()}
 
 
 def slope(xs: list[float], ys: list[float]) -> float:

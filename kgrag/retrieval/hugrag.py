@@ -71,7 +71,7 @@ from kgrag.errors import KgragError
 from kgrag.models.llm import InvalidOutput
 from kgrag.retrieval.local_search import ENTITY_TABLE, graph_step
 from kgrag.retrieval.naive import DENSE_TABLE
-from kgrag.retrieval.units import Context
+from kgrag.retrieval.units import Context, Units
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -133,52 +133,62 @@ class HugragGraph:
     @classmethod
     def load(cls, artefacts: dict[str, Path], resources: Resources, *, use_hierarchy: bool,
              use_gates: bool) -> HugragGraph:
+        """The graph from a hierarchy build's folders (modules only with ``use_hierarchy``,
+        gates only with ``use_gates`` too) and the dense index's chunk vectors."""
         folder = artefacts["hierarchy"]
         entities = pl.read_parquet(folder / ENTITIES_FILE)
-        relationships = pl.read_parquet(folder / RELATIONSHIPS_FILE)
+        entity_vectors = _aligned(VectorTable.open(folder, ENTITY_TABLE), entities["entity_id"])
+        modules, module_vectors, gates = None, None, []
+        module_rows = pl.read_parquet(folder / MODULES_FILE)
+        if use_hierarchy and not module_rows.is_empty():  # no modules: the build's fallback
+            modules = module_rows.join(pl.read_parquet(artefacts["summaries"] / SUMMARIES_FILE),
+                                       on="module_id")
+            module_vectors = _aligned(VectorTable.open(artefacts["summaries"], MODULE_TABLE),
+                                      modules["module_id"])
+            if use_gates:
+                gates = list(pl.read_parquet(artefacts["gates"] / GATES_FILE)
+                             .select("a", "b").iter_rows())
+        chunk_ids, chunk_vectors = VectorTable.open(artefacts["dense"], DENSE_TABLE).matrix()
+        return cls.assemble(entities, entity_vectors,
+                            pl.read_parquet(folder / RELATIONSHIPS_FILE), modules,
+                            module_vectors, gates, chunk_ids, chunk_vectors, resources.units)
+
+    @classmethod
+    def assemble(cls, entities: pl.DataFrame, entity_vectors: np.ndarray,
+                 relationships: pl.DataFrame, modules: pl.DataFrame | None,
+                 module_vectors: np.ndarray | None, gates: list[tuple[str, str]],
+                 chunk_ids: list[str], chunk_vectors: np.ndarray, units: Units) -> HugragGraph:
+        """The graph from in-memory tables, vectors row-aligned with them.
+
+        ``entities``: name, text, tokens, chunk_ids, module_id (leaf module or null);
+        ``relationships``: relationship_id, source, target, strength, text, tokens;
+        ``modules`` (None: no hierarchy): module_id, parent, text, tokens; ``gates``:
+        module id pairs; ``units`` holds the chunks' text, tokens and documents.
+        """
         nodes = [Node("entity", n, t, k) for n, t, k in
                  entities.select("name", "text", "tokens").iter_rows()]
-        entity_ids, entity_vectors = VectorTable.open(folder, ENTITY_TABLE).matrix()
-        by_id = dict(zip(entity_ids, range(len(entity_ids))))
-        blocks = [entity_vectors[[by_id[e] for e in entities["entity_id"]]]]
-        edges_of: list[tuple[int, int, str]] = []
-        name_index = {n: i for i, n in enumerate(entities["name"])}
-        for s, t in relationships.select("source", "target").iter_rows():
-            edges_of.append((name_index[s], name_index[t], "relationship"))
-        modules = pl.read_parquet(folder / MODULES_FILE)
-        if use_hierarchy and not modules.is_empty():  # no modules: the build's fallback
-            modules = modules.join(pl.read_parquet(artefacts["summaries"] / SUMMARIES_FILE),
-                                   on="module_id")
-            base = len(nodes)
-            module_index = {m: base + i for i, m in enumerate(modules["module_id"])}
+        blocks = [entity_vectors]
+        index = {("entity", n): i for i, n in enumerate(entities["name"])}
+        pairs = [(("entity", s), ("entity", t), "relationship")
+                 for s, t in relationships.select("source", "target").iter_rows()]
+        if modules is not None:
+            index |= {("module", m): len(nodes) + i for i, m in enumerate(modules["module_id"])}
             nodes += [Node("module", m, t, k) for m, t, k in
                       modules.select("module_id", "text", "tokens").iter_rows()]
-            module_ids, module_vectors = VectorTable.open(artefacts["summaries"],
-                                                          MODULE_TABLE).matrix()
-            by_module = dict(zip(module_ids, range(len(module_ids))))
-            blocks.append(module_vectors[[by_module[m] for m in modules["module_id"]]])
-            for module, parent in modules.select("module_id", "parent").iter_rows():
-                if parent is not None:
-                    edges_of.append((module_index[parent], module_index[module], "membership"))
-            for name, module in entities.select("name", "module_id").iter_rows():
-                if module is not None:
-                    edges_of.append((module_index[module], name_index[name], "membership"))
-            if use_gates:
-                gates = pl.read_parquet(artefacts["gates"] / GATES_FILE)
-                for a, b in gates.select("a", "b").iter_rows():
-                    edges_of.append((module_index[a], module_index[b], "gate"))
-        units = resources.units
-        chunk_ids, chunk_vectors = VectorTable.open(artefacts["dense"], DENSE_TABLE).matrix()
-        base = len(nodes)
+            blocks.append(module_vectors)
+            pairs += [(("module", parent), ("module", m), "membership") for m, parent in
+                      modules.select("module_id", "parent").iter_rows() if parent is not None]
+            pairs += [(("module", m), ("entity", n), "membership") for n, m in
+                      entities.select("name", "module_id").iter_rows() if m is not None]
+            pairs += [(("module", a), ("module", b), "gate") for a, b in gates]
+        index |= {("chunk", c): len(nodes) + i for i, c in enumerate(chunk_ids)}
         nodes += [Node("chunk", c, units.text[c], units.tokens[c]) for c in chunk_ids]
         blocks.append(chunk_vectors)
-        chunk_index = {c: base + i for i, c in enumerate(chunk_ids)}
-        for name, chunks in entities.select("name", "chunk_ids").iter_rows():
-            for chunk in chunks:
-                if chunk in chunk_index:
-                    edges_of.append((name_index[name], chunk_index[chunk], "structural"))
+        pairs += [(("entity", n), ("chunk", c), "structural") for n, chunks in
+                  entities.select("name", "chunk_ids").iter_rows() for c in chunks
+                  if ("chunk", c) in index]
         edges: list[list[tuple[int, str]]] = [[] for _ in nodes]
-        for a, b, kind in sorted(set(edges_of)):
+        for a, b, kind in sorted({(index[a], index[b], kind) for a, b, kind in pairs}):
             edges[a].append((b, kind))
             edges[b].append((a, kind))
         vectors = np.concatenate(blocks).astype(np.float32)
@@ -249,6 +259,13 @@ class HugragGraph:
                 rows.append((text, tokens))
                 used += tokens
         return rows, used
+
+
+def _aligned(table: VectorTable, ids: pl.Series) -> np.ndarray:
+    """The table's vectors in the order of ``ids``."""
+    stored, matrix = table.matrix()
+    row = {key: i for i, key in enumerate(stored)}
+    return matrix[[row[key] for key in ids]]
 
 
 def _words(text: str) -> list[str]:
