@@ -166,7 +166,7 @@ def summarise(ctx: StepContext) -> None:
     entities = pl.read_parquet(folder / ENTITIES_FILE)
     relationships = pl.read_parquet(folder / RELATIONSHIPS_FILE)
     llm, style = ctx.models.extraction_llm, ctx.config["prompt"]
-    rows, fallbacks = [], []
+    rows = []
     for module in ctx.progress(hierarchy.modules, total=len(hierarchy.modules),
                                desc="summarise"):
         prompt, shown = summary_prompt(module, entities, relationships,
@@ -174,12 +174,13 @@ def summarise(ctx: StepContext) -> None:
         try:
             value, _ = llm.ask_json(prompt, SUMMARY_SCHEMA, style=style, max_tokens=256)
             title, summary = " ".join(value["title"].split()), " ".join(value["summary"].split())
+            fallback = False
         except InvalidOutput:
-            fallbacks.append(module.module_id)
             title = ", ".join(shown[:3])
             summary = " ".join(entities.filter(pl.col("name").is_in(shown[:3]))["description"])
+            fallback = True
         rows.append({"module_id": module.module_id, "title": title, "summary": summary,
-                     "text": f"{title}: {summary}", "fallback": module.module_id in fallbacks})
+                     "text": f"{title}: {summary}", "fallback": fallback})
     frame = pl.DataFrame(rows, schema={"module_id": pl.String, "title": pl.String,
                                        "summary": pl.String, "text": pl.String,
                                        "fallback": pl.Boolean})
@@ -189,7 +190,8 @@ def summarise(ctx: StepContext) -> None:
     if rows:
         VectorTable.create(ctx.out_dir, MODULE_TABLE, frame["module_id"].to_list(),
                            ctx.models.embedder.encode(frame["text"].to_list()))
-    ctx.notes.update(modules=len(rows), fallback_summaries=fallbacks)
+    ctx.notes.update(modules=len(rows),
+                     fallback_summaries=frame.filter(pl.col("fallback"))["module_id"].to_list())
 
 
 @step_kind("gates", "1", max_llm_calls=lambda config, counts: None)
