@@ -8,6 +8,7 @@ wraps ``LlamaCppBackend`` (the model in-process, loaded only on a cache miss).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,13 @@ class Completion:
     cached: bool
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on. llama-cpp-python's own default is half
+    the machine's cores, which on 2 cores leaves one idle (measured: 23% slower
+    extraction)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 class LlamaCppBackend:
     """llama-cpp-python in-process; the model loads on first use."""
 
@@ -69,7 +77,7 @@ class LlamaCppBackend:
             s = self.settings
             try:
                 self._llama = Llama(
-                    model_path=str(s.path), n_ctx=s.n_ctx, n_threads=s.n_threads,
+                    model_path=str(s.path), n_ctx=s.n_ctx, n_threads=s.n_threads or usable_cores(),
                     n_gpu_layers=s.n_gpu_layers, seed=s.seed, verbose=False,
                 )
             except (ValueError, RuntimeError) as exc:

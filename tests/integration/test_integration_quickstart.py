@@ -17,6 +17,8 @@ import pytest
 
 from kgrag import api
 from kgrag.cli import main
+from kgrag.models.llm import LlamaCppBackend, LLMSettings
+from kgrag.models.registry import resolve_llm
 from tests.conftest import write_spec
 
 pytestmark = pytest.mark.integration
@@ -90,3 +92,11 @@ def test_a_killed_run_resumes_from_completed_steps(project):
     assert status["corpus"] == status["chunks"] == status["dense"] == "reused"
     assert not list((project / "outputs" / "tiny").glob(".tmp-*"))
     assert resumed.metrics["rows"][0]["n_answered"] == 3
+
+
+@pytest.mark.parametrize("asked", [None, 1])
+def test_llama_decodes_on_every_usable_core_unless_told(asked):
+    model = resolve_llm("smollm2-135m")
+    backend = LlamaCppBackend(LLMSettings(name=model.name, path=model.path,
+                                          sha256=model.sha256, n_ctx=512, n_threads=asked))
+    assert backend._model().n_threads == (asked or len(os.sched_getaffinity(0)))
