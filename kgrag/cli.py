@@ -32,7 +32,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from kgrag import api
-    from kgrag.eval.report import format_table
+    from kgrag.eval.report import BUILD_COLUMNS, format_table
 
     if args.dry_run:
         session = api.open_session(args.spec)
@@ -57,6 +57,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result.metrics is not None:
         print(f"\n{result.metrics['dataset']}: {result.metrics['n_questions']} questions")
         print(format_table(result.metrics["rows"]))
+        if result.metrics["builds"]:
+            print("\ngraph builds (cost when built; llm_calls = requests the cache could not "
+                  "answer)")
+            print(format_table(result.metrics["builds"], BUILD_COLUMNS))
     print(f"\noutputs: {result.manifest.path.parent}")
     return 0
 

@@ -121,14 +121,19 @@ COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "context_recall", "rea
            "reachability_no_gates", "gold_coverage", "gold_coverage_no_gates", "min_hops",
            "min_hops_no_gates", "context_tokens_mean", "retrieval_ms_p50", "retrieval_ms_p95",
            "retrieval_llm_ms_p50", "llm_calls_per_query", "llm_tokens_in", "llm_tokens_out")
+BUILD_COLUMNS = ("graph", "kind", "llm_requests", "llm_calls", "cache_hits", "tokens_in",
+                 "tokens_out", "embeddings", "wall_s", "core_chunks", "parsed_first_try",
+                 "failed_chunks", "entities", "relationships", "modules", "gates", "subchunks",
+                 "keywords")
 
 
-def format_table(rows: Sequence[dict[str, Any]]) -> str:
-    """A fixed-width text table of the result rows."""
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] = COLUMNS) -> str:
+    """A fixed-width text table of result rows: the ``columns`` any row has, in that
+    order (a column ending in ``@`` stands for every ``recall@k``)."""
     if not rows:
-        return "(no query strategies)"
+        return "(no rows)"
     present = list(dict.fromkeys(k for r in rows for k in r))  # a column any row has
-    keys = [k for c in COLUMNS for k in present if k == c or (c.endswith("@") and
+    keys = [k for c in columns for k in present if k == c or (c.endswith("@") and
                                                               k.startswith(c))]
     cells = [[_cell(r.get(k)) for k in keys] for r in rows]
     widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]

@@ -69,7 +69,7 @@ MAX_DESCRIPTION_CHARS = 80
 DESCRIPTION_SEPARATOR = "; "
 
 
-def _text_field(min_chars: int, max_chars: int) -> dict[str, Any]:
+def text_field(min_chars: int, max_chars: int) -> dict[str, Any]:
     """A bounded string of plain characters, written as a pattern on purpose.
 
     llama-cpp-python's schema-to-grammar converter lets a ``maxLength`` string hold
@@ -80,8 +80,8 @@ def _text_field(min_chars: int, max_chars: int) -> dict[str, Any]:
     return {"type": "string", "pattern": rf'^[^"\\\x00-\x1f]{{{min_chars},{max_chars}}}$'}
 
 
-_NAME = _text_field(1, MAX_NAME_CHARS)
-_STRING = _text_field(0, MAX_DESCRIPTION_CHARS)
+_NAME = text_field(1, MAX_NAME_CHARS)
+_STRING = text_field(0, MAX_DESCRIPTION_CHARS)
 
 
 def extraction_schema(max_entities: int = MAX_ENTITIES,

@@ -20,6 +20,9 @@ from typing import IO, Any
 from kgrag.errors import KgragError
 
 TEMP_PREFIX = ".tmp-"
+# Inside every artefact folder: the manifest record of the run that built it (wall time,
+# peak memory, model calls and cache hits, notes), so its cost outlives that run.
+BUILD_RECORD = "build.json"
 
 
 def artefact_dir(run_dir: Path, step_name: str, fingerprint: str) -> Path:

@@ -58,7 +58,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
              {"corpus": "corpus"})
     llm = {"sha256": models.llm_model.sha256,
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
-    graph_variants = _add_graphs(plan, spec, models, llm)
+    graph_variants, builds = _add_graphs(plan, spec, models, llm)
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
     if any("dense" in STRATEGIES[s["strategy"]].needs(s).values() for _, s in strategies):
         plan.add("dense", "dense_index", {"embedder": embedder}, {"chunks": "chunks"})
@@ -66,6 +66,8 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         return plan
     answering = spec.answer["questions"] != 0
     evaluate_inputs = {"corpus": "corpus", "chunks": "chunks"}
+    for build in builds:  # each graph build's cost is reported beside the strategies
+        evaluate_inputs |= {f"build.{step}": step for step in build["steps"]}
     for _, strategy in strategies:
         name = strategy["name"]
         config = {"strategy": strategy, "embedder": embedder}
@@ -84,15 +86,17 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
             evaluate_inputs[step.name] = step.name
     plan.add("evaluate", "evaluate",
              {"metrics": list(spec.evaluate["metrics"]), "dataset": spec.corpus["dataset"],
-              "strategies": [s for _, s in strategies],
+              "strategies": [s for _, s in strategies], "builds": builds,
               "params": {s["name"]: chosen for chosen, s in strategies}}, evaluate_inputs)
     return plan
 
 
 def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
-                ) -> dict[str, list[tuple[dict[str, Any], str]]]:
-    """Steps for every graph build variant; returns graph name → [(swept values, label)]."""
+                ) -> tuple[dict[str, list[tuple[dict[str, Any], str]]], list[dict[str, Any]]]:
+    """Steps for every graph build variant. Returns graph name → [(swept values, label)]
+    and, per variant, ``{"graph": label, "kind": kind, "steps": [its step names]}``."""
     built: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    builds: list[dict[str, Any]] = []
     embedder = models.embedder_model.sha256
     extraction = {k: v for k, v in thaw(spec.extraction).items() if k != "model"}
     extraction["llm"] = {**llm, "sha256": models.extraction_model.sha256,
@@ -100,6 +104,7 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
     for graph in map(thaw, spec.graphs):
         for chosen, cfg in variants(graph, SWEEPABLE_GRAPH):
             name = label(graph["name"], chosen)
+            before = len(plan.steps)
             if cfg["kind"] == "skeleton":
                 core = plan.add(f"core.{name}", "core",
                                 {k: cfg[k] for k in ("beta", "select", "knn_k", "seed")}
@@ -107,7 +112,10 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
                 extract = plan.add(f"extract.{name}", "extract",
                                    {**extraction, "beta": cfg["beta"]},
                                    {"chunks": "chunks", "core": core.name})
-                plan.add(f"skeleton.{name}", "skeleton", {"embedder": embedder},
+                summarise = ({"summarise": {"llm": extraction["llm"],
+                                            "prompt": extraction["prompt"]}}
+                             if cfg["summarise_descriptions"] else {})
+                plan.add(f"skeleton.{name}", "skeleton", {"embedder": embedder, **summarise},
                          {"extract": extract.name})
             elif cfg["kind"] == "hierarchy":
                 _add_hierarchy(plan, name, cfg, extraction, embedder)
@@ -116,7 +124,9 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
                                                              "embedder": embedder},
                          {"chunks": "chunks"})
             built.setdefault(graph["name"], []).append((chosen, name))
-    return built
+            builds.append({"graph": name, "kind": cfg["kind"],
+                           "steps": [step.name for step in plan.steps[before:]]})
+    return built, builds
 
 
 def _add_hierarchy(plan: Plan, name: str, cfg: dict[str, Any], extraction: dict[str, Any],

@@ -19,7 +19,14 @@ import psutil
 from tqdm import tqdm
 
 from kgrag.errors import KgragError
-from kgrag.pipeline.artefacts import artefact_dir, atomic_dir, remove_stale_temps, run_lock
+from kgrag.pipeline.artefacts import (
+    BUILD_RECORD,
+    artefact_dir,
+    atomic_dir,
+    remove_stale_temps,
+    run_lock,
+    write_json_atomic,
+)
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.registry import KINDS
@@ -125,17 +132,20 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
     with PeakRSS() as rss, atomic_dir(final) as tmp:
         ctx = StepContext(step, spec, models, tmp, inputs)
         kind.run(ctx)
-    wall = time.perf_counter() - started
-    llm_after, embed_after = models.usage_snapshot()
-    llm = llm_after.since(llm_before).as_dict()
-    embed = embed_after.since(embed_before).as_dict()
+        wall = time.perf_counter() - started
+        llm_after, embed_after = models.usage_snapshot()
+        llm = llm_after.since(llm_before).as_dict()
+        embed = embed_after.since(embed_before).as_dict()
+        record.update(status="ran", wall_s=round(wall, 3),
+                      peak_rss_mb=round(rss.peak / 2**20, 1), llm=llm,
+                      embed={"calls": embed["calls"], "cache_hits": embed["cache_hits"]},
+                      **({"notes": ctx.notes} if ctx.notes else {}))
+        # what building this artefact cost stays with it, for reports of later runs
+        write_json_atomic(tmp / BUILD_RECORD, record)
     for name in kind.publish:
         shutil.copyfile(final / name, run_dir / name)
     echo(f"  {step.name:<24} ran in {wall:.1f}s  (llm calls {llm['calls']}, "
          f"cache hits {llm['cache_hits']}; embeddings {embed['calls']}, hits {embed['cache_hits']})")
-    record.update(status="ran", wall_s=round(wall, 3), peak_rss_mb=round(rss.peak / 2**20, 1),
-                  llm=llm, embed={"calls": embed["calls"], "cache_hits": embed["cache_hits"]},
-                  **({"notes": ctx.notes} if ctx.notes else {}))
     return record
 
 

@@ -46,6 +46,7 @@ from kgrag.store.vectors import VectorTable
 ENTITIES_FILE = "entities.parquet"
 RELATIONSHIPS_FILE = "relationships.parquet"
 ENTITY_TABLE = "entities"
+RELATIONSHIP_TABLE = "relationships"  # vectors of "source -- target: description", for users
 ENTITY_HEADER = "-----Entities-----\nid|entity|type|description"
 RELATIONSHIP_HEADER = "-----Relationships-----\nid|source|target|description|strength"
 SOURCES_HEADER = "-----Sources-----"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 GRAPH_PARAMS = {
-    "skeleton": {"beta", "select", "knn_k", "seed"},
+    "skeleton": {"beta", "select", "knn_k", "seed", "summarise_descriptions"},
     "bipartite": {"tau"},
     "hierarchy": {"fuzzy", "cosine", "max_cluster_size", "max_levels", "seed", "gate_top_m",
                   "gate_min_similarity", "summary_entities"},

@@ -1,4 +1,5 @@
-"""Step ``evaluate``: one metrics row per query strategy → metrics.json (+ per-question rows).
+"""Step ``evaluate``: one metrics row per query strategy and one cost row per graph build
+→ metrics.json.
 
 ``context_recall`` reads the chunk spans and the corpus' gold sentence spans
 only when it is asked for, so other evaluations stay as cheap as before. A
@@ -14,8 +15,10 @@ from pathlib import Path
 
 import polars as pl
 
+from kgrag.eval.builds import build_row
 from kgrag.eval.report import EvidenceSpans, strategy_row
 from kgrag.eval.structure import gold_nodes, structural_metrics
+from kgrag.pipeline.artefacts import BUILD_RECORD
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
 from kgrag.retrieval.hugrag import ENTITIES_FILE
@@ -27,7 +30,7 @@ from kgrag.steps.retrieve import RETRIEVED
 METRICS = "metrics.json"
 
 
-@step_kind("evaluate", "5", publish=(METRICS,))
+@step_kind("evaluate", "6", publish=(METRICS,))
 def evaluate(ctx: StepContext) -> None:
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
     sentences = pl.read_parquet(ctx.input("corpus") / SENTENCES)
@@ -54,8 +57,18 @@ def evaluate(ctx: StepContext) -> None:
                 [json.loads(t) for t in retrieved["trace"]],
                 [golds.get(q, set()) for q in retrieved["question_id"]]))
         rows.append({**row, "params": ctx.config["params"][name]})  # swept values, if any
-    result = {"dataset": ctx.config["dataset"], "n_questions": questions.height, "rows": rows}
+    builds = [build_row(b["graph"], b["kind"], [_build_record(ctx.input(f"build.{step}"))
+                                                for step in b["steps"]])
+              for b in ctx.config["builds"]]
+    result = {"dataset": ctx.config["dataset"], "n_questions": questions.height, "rows": rows,
+              "builds": builds}
     (ctx.out_dir / METRICS).write_text(json.dumps(result, indent=2) + "\n")
+
+
+def _build_record(artefact: Path) -> dict | None:
+    """The record of the run that built ``artefact``; None for one built by an older kgrag."""
+    path = artefact / BUILD_RECORD
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def _gold_nodes(graph: Path, questions: pl.DataFrame, sentences: pl.DataFrame

@@ -5,8 +5,10 @@
              per-chunk calls live in the shared cache, keyed by chunk text, model,
              prompt and schema, so any other build over the same chunks (another β,
              HugRAG's hierarchy) replays them instead of paying again.
-``skeleton`` entity and relationship tables with rendered rows, entity vectors in
-             LanceDB, and a GraphML export.
+``skeleton`` entity and relationship tables with rendered rows, entity and
+             relationship vectors in LanceDB, a GraphML export, and (optionally)
+             one LLM-written description per entity or relationship seen in
+             several chunks.
 """
 
 from __future__ import annotations
@@ -21,12 +23,18 @@ import polars as pl
 
 from kgrag.errors import KgragError
 from kgrag.graphs.core import pagerank, select_core
+from kgrag.graphs.descriptions import summarise
 from kgrag.graphs.extraction import extract, merge
 from kgrag.graphs.knn import knn_graph
 from kgrag.pipeline.registry import Counts, step_kind
 from kgrag.pipeline.runner import StepContext
 from kgrag.retrieval.knng import KNN_FILE
-from kgrag.retrieval.local_search import ENTITIES_FILE, ENTITY_TABLE, RELATIONSHIPS_FILE
+from kgrag.retrieval.local_search import (
+    ENTITIES_FILE,
+    ENTITY_TABLE,
+    RELATIONSHIP_TABLE,
+    RELATIONSHIPS_FILE,
+)
 from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.store.vectors import VectorTable
 
@@ -104,10 +112,17 @@ def read_extraction(ctx: StepContext) -> tuple[pl.DataFrame, pl.DataFrame]:
     return entities, relationships
 
 
-@step_kind("skeleton", "1")
+def skeleton_calls(config: dict[str, Any], counts: Counts) -> int | None:
+    """No call, or one per description joined from several chunks (known once extracted)."""
+    return None if "summarise" in config else 0
+
+
+@step_kind("skeleton", "2", max_llm_calls=skeleton_calls)
 def skeleton(ctx: StepContext) -> None:
     entities, relationships = read_extraction(ctx)
     tokenizer = ctx.models.tokenizer
+    if "summarise" in ctx.config:
+        entities, relationships = _summarise_descriptions(ctx, entities, relationships)
     entities = entities.with_columns(
         entity_id=pl.format("E{}", pl.int_range(1, pl.len() + 1)),
         chunk_ids=pl.col("source_chunk_ids"))
@@ -129,6 +144,12 @@ def skeleton(ctx: StepContext) -> None:
     described = [f"{n}: {d}" for n, d in zip(entities["name"], entities["description"])]
     VectorTable.create(ctx.out_dir, ENTITY_TABLE, entities["entity_id"].to_list(),
                        ctx.models.embedder.encode(described))
+    if not relationships.is_empty():
+        described = [f"{s} -- {t}: {d}" for s, t, d in relationships.select(
+            "source", "target", "description").iter_rows()]
+        VectorTable.create(ctx.out_dir, RELATIONSHIP_TABLE,
+                           relationships["relationship_id"].to_list(),
+                           ctx.models.embedder.encode(described))
     graph = nx.Graph()
     for name, kind, description in zip(entities["name"], entities["type"],
                                         entities["description"]):
@@ -140,3 +161,25 @@ def skeleton(ctx: StepContext) -> None:
     nx.write_graphml(graph, ctx.out_dir / GRAPHML)
     ctx.notes.update(entities=entities.height, relationships=relationships.height,
                      components=nx.number_connected_components(graph))
+
+
+def _summarise_descriptions(ctx: StepContext, entities: pl.DataFrame,
+                            relationships: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One LLM-written description for every entity and relationship whose
+    description joins several chunks' (``kgrag.graphs.descriptions``)."""
+    llm, style = ctx.models.extraction_llm, ctx.config["summarise"]["prompt"]
+    of_entities = summarise(llm, entities["name"].to_list(), entities["description"].to_list(),
+                            style=style)
+    pairs = [f"{s} -- {t}" for s, t in relationships.select("source", "target").iter_rows()]
+    of_relationships = summarise(llm, pairs, relationships["description"].to_list(),
+                                 style=style)
+    ctx.notes.update(summarised_descriptions=of_entities.summarised + of_relationships.summarised,
+                     summary_fallbacks=of_entities.fallbacks + of_relationships.fallbacks)
+
+    def replaced(frame: pl.DataFrame, new: list[str | None]) -> pl.DataFrame:
+        return frame.with_columns(description=pl.Series(
+            [old if n is None else n for old, n in zip(frame["description"], new)],
+            dtype=pl.String))
+
+    return (replaced(entities, of_entities.descriptions),
+            replaced(relationships, of_relationships.descriptions))

@@ -1,74 +1,21 @@
 """HugRAG end to end on a real HolisQA slice with a rule-following stand-in LLM.
 
-The stand-in answers each kind of request the way a model must (extraction JSON
-grounded in the chunk, module summaries, yes / no gate answers, the causal filter's
-ids), so the whole build and every ablation run in seconds, deterministically, with
+The stand-in (``tests.standin.RuleLLM``) answers each kind of request the way a model
+must, so the whole build and every ablation run in seconds, deterministically, with
 the real embedder, LanceDB, Leiden and the evaluation. The real bundled models run
 in tests/integration/test_integration_hugrag.py.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from kgrag import api
-from kgrag.models.llm import CachedLLM, Completion
-from kgrag.pipeline.runner import run_plan
 from tests.conftest import SHARED_DATA, write_spec
-
-WORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
-
-
-class RuleLLM:
-    """Answers by the request's shape; counts its calls."""
-
-    def __init__(self, *, summaries_parse: bool = True, gate: str = "yes") -> None:
-        self.calls: list[str] = []
-        self.summaries_parse, self.gate = summaries_parse, gate
-
-    def generate(self, request: dict) -> Completion:
-        prompt = request.get("prompt") or request["messages"][-1]["content"]
-        schema = request.get("json_schema") or {}
-        props = schema.get("properties", {})
-        if "entities" in props:
-            kind, text = "extract", self.extraction(prompt.rsplit("Text: ", 1)[1])
-        elif "title" in props:
-            kind = "summary"
-            names = re.findall(r"^- ([^:]+):", prompt, flags=re.MULTILINE)
-            text = (json.dumps({"title": " and ".join(names[:2]),
-                                "summary": "These entities are studied together: "
-                                + ", ".join(names)}) if self.summaries_parse else "{")
-        elif request.get("grammar"):
-            kind, text = "gate", self.gate
-        elif "precise" in props:
-            kind = "filter"
-            ids = props["precise"]["items"]["enum"]
-            chosen = [i for i in ids if i.startswith("T")][:2] or ids[:1]
-            body = {"precise": chosen}
-            if "ct_precise" in props:
-                body |= {"ct_precise": [], "p_answer": "a guess"}
-            text = json.dumps(body)
-        else:
-            kind, text = "answer", "An answer from the evidence."
-        self.calls.append(kind)
-        return Completion(text, tokens_in=len(prompt.split()), tokens_out=len(text.split()),
-                          cached=False)
-
-    @staticmethod
-    def extraction(text: str) -> str:
-        names = list(dict.fromkeys(WORD.findall(text)))[:4]
-        entities = [{"name": n, "type": "concept", "description": f"{n} as the text says"}
-                    for n in names]
-        relationships = [{"source": a, "target": b, "description": f"{a} relates to {b}",
-                          "strength": 5} for a, b in itertools.pairwise(names)]
-        return json.dumps({"entities": entities, "relationships": relationships})
-
+from tests.standin import WORD, RuleLLM, run_with
 
 QUERY = [
     {"name": "naive", "strategy": "naive", "budget_tokens": 600},
@@ -99,20 +46,9 @@ def spec(project: Path, **changes) -> Path:
     return write_spec(project, "hug", **sections)
 
 
-def run(path: Path, llm: RuleLLM):
-    session = api.open_session(path)
-    for role in ("llm", "extraction_llm"):
-        session.models.__dict__[role] = CachedLLM(session.models.llm.settings, session.cache,
-                                                  llm)
-    manifest = run_plan(session.plan, spec=session.spec, models=session.models,
-                        run_dir=session.run_dir, echo=lambda s: None)
-    metrics = json.loads((session.run_dir / "metrics.json").read_text())
-    return {s["name"]: s for s in manifest.steps}, {r["strategy"]: r for r in metrics["rows"]}
-
-
 def test_hugrag_builds_a_hierarchy_and_compares_every_ablation(holisqa: Path) -> None:
     llm = RuleLLM()
-    steps, rows = run(spec(holisqa), llm)
+    steps, rows, _ = run_with(spec(holisqa), llm)
     hierarchy = steps["hierarchy.h"]["notes"]
     assert hierarchy["modules"] >= 2 and hierarchy["nodes"] > hierarchy["modules"]
     assert sum(hierarchy["modules_per_level"].values()) == hierarchy["modules"]
@@ -137,13 +73,13 @@ def test_hugrag_builds_a_hierarchy_and_compares_every_ablation(holisqa: Path) ->
 
     # warm rerun: no model calls at all
     warm = RuleLLM()
-    again, _ = run(spec(holisqa), warm)
+    again, _, _ = run_with(spec(holisqa), warm)
     assert warm.calls == [] and all(s["status"] == "reused" for s in again.values())
 
     # a query-only change: nothing upstream reruns, no indexing call
     changed = [{**q, "fan_out": 2} if q["name"] == "hug" else q for q in QUERY]
     query_only = RuleLLM()
-    third, _ = run(spec(holisqa, query=changed), query_only)
+    third, _, _ = run_with(spec(holisqa, query=changed), query_only)
     ran = {n for n, s in third.items() if s["status"] == "ran"}
     assert ran == {"retrieve.hug", "answer.hug", "evaluate"}
     assert set(query_only.calls) <= {"filter", "answer"}
@@ -151,7 +87,7 @@ def test_hugrag_builds_a_hierarchy_and_compares_every_ablation(holisqa: Path) ->
 
 def test_summary_and_gate_fallbacks_are_recorded(holisqa: Path) -> None:
     # summaries never parse; gate answers are neither yes nor no (a model given no grammar)
-    steps, rows = run(spec(holisqa), RuleLLM(summaries_parse=False, gate="perhaps"))
+    steps, rows, _ = run_with(spec(holisqa), RuleLLM(summaries_parse=False, gate="perhaps"))
     summaries = steps["summaries.h"]["notes"]
     assert summaries["fallback_summaries"] and len(summaries["fallback_summaries"]) == \
         summaries["modules"]
@@ -169,7 +105,7 @@ def test_a_graph_too_small_for_modules_falls_back(holisqa: Path) -> None:
             return json.dumps({"entities": [{"name": name, "type": "concept",
                                              "description": "alone"}], "relationships": []})
 
-    steps, rows = run(spec(holisqa), Isolated())
+    steps, rows, _ = run_with(spec(holisqa), Isolated())
     assert steps["hierarchy.h"]["notes"]["modules"] == 0
     assert "too small for a hierarchy" in steps["hierarchy.h"]["notes"]["fallback"]
     assert rows["hug"]["n_retrieved"] == 2  # entity neighbourhoods still answer

@@ -1,0 +1,46 @@
+"""Result rows for graph builds: what each one cost and what it produced.
+
+A build is several steps (a ``skeleton`` is core → extract → skeleton); each step's
+artefact keeps the record of the run that built it (``build.json``), so the cost of
+a build is reported even when a later run reuses it. ``llm_requests`` counts every
+request the build made, ``llm_calls`` those the model answered and ``cache_hits``
+those the shared call cache did (an extraction another build had already paid for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# Step notes carried into a build's row: extraction and graph sizes. ``entities`` and
+# ``relationships`` are the extraction merged by normalised name (before HugRAG's
+# canonicalisation, whose counts are in the manifest).
+FIGURES = ("core_chunks", "parsed_first_try", "entities", "relationships", "modules", "gates",
+           "subchunks", "keywords")
+
+
+def build_row(graph: str, kind: str, records: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
+    """Sum the cost of one build's steps; ``None`` for a step built before costs were
+    kept with artefacts makes the cost columns unknown (``None``), not zero."""
+    row: dict[str, Any] = {"graph": graph, "kind": kind}
+    known = [r for r in records if r is not None]
+    complete = len(known) == len(records)
+
+    def total(get: Any) -> Any:
+        return sum(get(r) for r in known) if complete else None
+
+    row.update(
+        llm_requests=total(lambda r: r["llm"]["calls"] + r["llm"]["cache_hits"]),
+        llm_calls=total(lambda r: r["llm"]["calls"]),
+        cache_hits=total(lambda r: r["llm"]["cache_hits"]),
+        tokens_in=total(lambda r: r["llm"]["tokens_in"]),
+        tokens_out=total(lambda r: r["llm"]["tokens_out"]),
+        embeddings=total(lambda r: r["embed"]["calls"] + r["embed"]["cache_hits"]),
+        wall_s=None if not complete else round(sum(r["wall_s"] for r in known), 1),
+    )
+    for record in known:
+        notes = record.get("notes", {})
+        row.update({key: notes[key] for key in FIGURES if key in notes})
+        if "failed_chunks" in notes:
+            row["failed_chunks"] = len(notes["failed_chunks"])
+    return row

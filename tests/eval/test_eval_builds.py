@@ -1,0 +1,33 @@
+"""Graph build rows: costs summed over a build's steps, unknown when a step's record is."""
+
+from __future__ import annotations
+
+from kgrag.eval.builds import build_row
+from kgrag.eval.report import BUILD_COLUMNS, format_table
+
+
+def record(calls: int, hits: int, wall_s: float, **notes) -> dict:
+    return {"wall_s": wall_s, "llm": {"calls": calls, "cache_hits": hits, "tokens_in": 10 * calls,
+                                      "tokens_out": 2 * calls},
+            "embed": {"calls": 3, "cache_hits": 1}, "notes": notes}
+
+
+def test_a_build_row_sums_its_steps_and_carries_their_figures() -> None:
+    row = build_row("skel@beta=0.2", "skeleton", [
+        record(0, 0, 1.25, core_chunks=5, chunks=21),
+        record(4, 2, 30.0, core_chunks=5, parsed_first_try=0.8, failed_chunks=["c1"]),
+        record(0, 0, 0.5, entities=9, relationships=3),
+    ])
+    assert row == {"graph": "skel@beta=0.2", "kind": "skeleton", "llm_requests": 6,
+                   "llm_calls": 4, "cache_hits": 2, "tokens_in": 40, "tokens_out": 8,
+                   "embeddings": 12, "wall_s": 31.8, "core_chunks": 5,
+                   "parsed_first_try": 0.8, "failed_chunks": 1, "entities": 9,
+                   "relationships": 3}
+
+
+def test_a_step_without_a_record_makes_the_costs_unknown_not_zero() -> None:
+    row = build_row("kw", "bipartite", [None])
+    assert row["llm_calls"] is None and row["wall_s"] is None
+    table = format_table([row], BUILD_COLUMNS)
+    assert table.splitlines()[0].split()[:3] == ["graph", "kind", "llm_requests"]
+    assert table.splitlines()[2].split()[2] == "-"

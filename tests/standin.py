@@ -1,0 +1,88 @@
+"""A rule-following stand-in LLM for whole-pipeline tests, and a runner that uses it.
+
+The stand-in answers each kind of request the way a model must (extraction JSON
+grounded in the chunk, description summaries, module summaries, yes / no gate
+answers, the causal filter's ids), so whole builds run in seconds and
+deterministically with the real embedder, LanceDB and evaluation. The real bundled
+models run in tests/integration/.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from kgrag import api
+from kgrag.models.llm import CachedLLM, Completion
+from kgrag.pipeline.runner import run_plan
+
+WORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
+
+
+class RuleLLM:
+    """Answers by the request's shape; counts its calls by kind."""
+
+    def __init__(self, *, summaries_parse: bool = True, gate: str = "yes") -> None:
+        self.calls: list[str] = []
+        self.summaries_parse, self.gate = summaries_parse, gate
+
+    def generate(self, request: dict) -> Completion:
+        prompt = request.get("prompt") or request["messages"][-1]["content"]
+        schema = request.get("json_schema") or {}
+        props = schema.get("properties", {})
+        if "entities" in props:
+            kind, text = "extract", self.extraction(prompt.rsplit("Text: ", 1)[1])
+        elif set(props) == {"description"}:
+            kind = "description"
+            subject = re.search(r"Descriptions of (.+):\n", prompt).group(1)
+            text = (json.dumps({"description": f"summary of {subject}"})
+                    if self.summaries_parse else "{")
+        elif "title" in props:
+            kind = "summary"
+            names = re.findall(r"^- ([^:]+):", prompt, flags=re.MULTILINE)
+            text = (json.dumps({"title": " and ".join(names[:2]),
+                                "summary": "These entities are studied together: "
+                                + ", ".join(names)}) if self.summaries_parse else "{")
+        elif request.get("grammar"):
+            kind, text = "gate", self.gate
+        elif "precise" in props:
+            kind = "filter"
+            ids = props["precise"]["items"]["enum"]
+            chosen = [i for i in ids if i.startswith("T")][:2] or ids[:1]
+            body = {"precise": chosen}
+            if "ct_precise" in props:
+                body |= {"ct_precise": [], "p_answer": "a guess"}
+            text = json.dumps(body)
+        else:
+            kind, text = "answer", "An answer from the evidence."
+        self.calls.append(kind)
+        return Completion(text, tokens_in=len(prompt.split()), tokens_out=len(text.split()),
+                          cached=False)
+
+    @staticmethod
+    def extraction(text: str) -> str:
+        """The first four capitalised words as entities, chained by relationships; each
+        description names the chunk's length, so chunks describe an entity apart."""
+        names = list(dict.fromkeys(WORD.findall(text)))[:4]
+        entities = [{"name": n, "type": "concept",
+                     "description": f"{n} in a text of {len(text)} characters"} for n in names]
+        relationships = [{"source": a, "target": b, "description": f"{a} relates to {b}",
+                          "strength": 5} for a, b in itertools.pairwise(names)]
+        return json.dumps({"entities": entities, "relationships": relationships})
+
+
+def run_with(path: Path, llm: RuleLLM) -> tuple[dict[str, dict], dict[str, dict], list[dict]]:
+    """Run a spec with ``llm`` as every LLM; returns its steps' manifest records by name,
+    the metrics rows by strategy and the graph build rows."""
+    session = api.open_session(path)
+    for role in ("llm", "extraction_llm"):
+        session.models.__dict__[role] = CachedLLM(session.models.llm.settings, session.cache,
+                                                  llm)
+    manifest = run_plan(session.plan, spec=session.spec, models=session.models,
+                        run_dir=session.run_dir, echo=lambda s: None)
+    metrics: dict[str, Any] = json.loads((session.run_dir / "metrics.json").read_text())
+    return ({s["name"]: s for s in manifest.steps}, {r["strategy"]: r for r in metrics["rows"]},
+            metrics["builds"])
