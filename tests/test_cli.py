@@ -90,3 +90,16 @@ def test_query_unknown_strategy(project, capsys):
     spec = write_spec(project)
     code, _, err = run_cli(capsys, "query", str(spec), "who?", "--strategy", "nope")
     assert code == 2 and "no query strategy 'nope'" in err and "dense" in err
+
+
+def test_a_budget_too_small_for_any_chunk_exits_2_and_keeps_the_index(project, capsys):
+    spec = write_spec(project, corpus={"dataset": "musique", "path": "../corpus.jsonl",
+                                       "limit": 1},
+                      query=[{"name": "tiny", "strategy": "naive", "budget_tokens": 3}],
+                      answer={"questions": 0}, evaluate={"metrics": ["coverage"]})
+    code, _, err = run_cli(capsys, "run", str(spec))
+    assert code == 2 and "Traceback" not in err
+    assert "retrieve.tiny: budget_tokens 3 holds nothing for any of the 1 questions" in err
+    run_dir = project / "outputs" / "tiny"
+    built = {p.name.rsplit("-", 1)[0] for p in run_dir.iterdir() if p.is_dir()}
+    assert built == {"corpus", "chunks", "dense"}  # completed steps stay for the next run

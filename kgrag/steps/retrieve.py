@@ -4,7 +4,8 @@ Question vectors are embedded in one batch before timing starts, so
 ``retrieval_ms`` measures the strategy itself (search, graph walk, budget
 filling), not the encoder; the encoder's speed is a benchmark of its own. LLM
 calls a strategy makes while retrieving (HugRAG's causal filter) are timed apart,
-as ``llm_ms``, and left out of ``retrieval_ms``.
+as ``llm_ms``, and left out of ``retrieval_ms``. A budget that holds nothing for any
+question is an error, not a column of empty contexts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from kgrag.errors import KgragError
 from kgrag.pipeline.registry import Counts, step_kind
 from kgrag.pipeline.runner import StepContext
 from kgrag.retrieval import STRATEGIES, Resources, uses_llm
@@ -69,4 +71,11 @@ def retrieve(ctx: StepContext) -> None:
                      "llm_calls": context.llm_calls, "llm_tokens_in": context.llm_tokens_in,
                      "llm_tokens_out": context.llm_tokens_out,
                      "trace": json.dumps(context.trace, sort_keys=True)})
+    if rows and not any(row["context_tokens"] for row in rows):
+        smallest = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE,
+                                   columns=["context_tokens"])["context_tokens"].min()
+        raise KgragError(
+            f"{ctx.step.name}: budget_tokens {config['budget_tokens']} holds nothing for any of "
+            f"the {len(rows)} questions (the smallest chunk has {smallest} tokens); raise "
+            "budget_tokens")
     pl.DataFrame(rows, schema=SCHEMA).write_parquet(ctx.out_dir / RETRIEVED)
