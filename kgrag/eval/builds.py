@@ -36,8 +36,10 @@ def build_row(graph: str, kind: str, records: Sequence[dict[str, Any] | None]) -
         tokens_in=total(lambda r: r["llm"]["tokens_in"]),
         tokens_out=total(lambda r: r["llm"]["tokens_out"]),
         embeddings=total(lambda r: r["embed"]["calls"] + r["embed"]["cache_hits"]),
-        wall_s=None if not complete else round(sum(r["wall_s"] for r in known), 1),
+        wall_s=total(lambda r: r["wall_s"]),
     )
+    if complete:
+        row["wall_s"] = round(row["wall_s"], 1)
     for record in known:
         notes = record.get("notes", {})
         row.update({key: notes[key] for key in FIGURES if key in notes})

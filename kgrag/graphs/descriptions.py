@@ -43,9 +43,9 @@ def summary_prompt(subject: str, descriptions: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class Summaries:
-    """New descriptions (``None`` where a row kept its own) and the figures to report."""
+    """One description per row, and how many were summarised or fell back."""
 
-    descriptions: list[str | None]
+    descriptions: list[str]
     summarised: int
     fallbacks: int
 
@@ -53,20 +53,20 @@ class Summaries:
 def summarise(llm: CachedLLM, subjects: Sequence[str], joined: Sequence[str], *,
               style: Style) -> Summaries:
     """Summarise every description in ``joined`` that joins two or more; the others,
-    and those whose summary never validates, stay as they are (``None``)."""
-    out: list[str | None] = []
+    and those whose summary never validates (or is blank), stay as they are."""
+    out: list[str] = []
     summarised = fallbacks = 0
     for subject, description in zip(subjects, joined):
         parts = description.split(DESCRIPTION_SEPARATOR)
-        if len(parts) < 2:
-            out.append(None)
-            continue
-        summarised += 1
-        try:
-            value, _ = llm.ask_json(summary_prompt(subject, parts), SCHEMA, style=style,
-                                    max_tokens=MAX_TOKENS)
-            out.append(value["description"].strip() or None)
-        except InvalidOutput:
-            out.append(None)
-        fallbacks += out[-1] is None
+        summary = ""
+        if len(parts) >= 2:
+            summarised += 1
+            try:
+                value, _ = llm.ask_json(summary_prompt(subject, parts), SCHEMA, style=style,
+                                        max_tokens=MAX_TOKENS)
+                summary = value["description"].strip()
+            except InvalidOutput:
+                pass
+            fallbacks += not summary
+        out.append(summary or description)
     return Summaries(out, summarised, fallbacks)

@@ -175,11 +175,7 @@ def _summarise_descriptions(ctx: StepContext, entities: pl.DataFrame,
                                  style=style)
     ctx.notes.update(summarised_descriptions=of_entities.summarised + of_relationships.summarised,
                      summary_fallbacks=of_entities.fallbacks + of_relationships.fallbacks)
-
-    def replaced(frame: pl.DataFrame, new: list[str | None]) -> pl.DataFrame:
-        return frame.with_columns(description=pl.Series(
-            [old if n is None else n for old, n in zip(frame["description"], new)],
-            dtype=pl.String))
-
-    return (replaced(entities, of_entities.descriptions),
-            replaced(relationships, of_relationships.descriptions))
+    return (entities.with_columns(description=pl.Series(of_entities.descriptions,
+                                                        dtype=pl.String)),
+            relationships.with_columns(description=pl.Series(of_relationships.descriptions,
+                                                             dtype=pl.String)))
