@@ -134,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # piped to a log, stdout is block-buffered: step lines would appear only at exit
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="kgrag: %(levelname)s: %(message)s")
     try:

@@ -20,6 +20,7 @@ from typing import Any
 
 from kgrag.graphs.extraction import DESCRIPTION_SEPARATOR, Style, text_field
 from kgrag.models.llm import CachedLLM, InvalidOutput
+from kgrag.progress import progress
 
 MAX_SUMMARY_CHARS = 200
 SCHEMA: dict[str, Any] = {
@@ -56,7 +57,8 @@ def summarise(llm: CachedLLM, subjects: Sequence[str], joined: Sequence[str], *,
     and those whose summary never validates (or is blank), stay as they are."""
     out: list[str] = []
     summarised = fallbacks = 0
-    for subject, description in zip(subjects, joined):
+    for subject, description in progress(zip(subjects, joined), len(subjects),
+                                         "summarise descriptions"):
         parts = description.split(DESCRIPTION_SEPARATOR)
         summary = ""
         if len(parts) >= 2:

@@ -13,6 +13,7 @@ import numpy as np
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.usage import Usage
+from kgrag.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,15 @@ class CachedEmbedder:
         return request_key("embed", {"model_sha256": self.settings.sha256, "normalize": True,
                                      "text": text})
 
-    def encode(self, texts: list[str], chunk: int = 4096) -> np.ndarray:
-        """Vectors for ``texts`` in order; misses are encoded in one backend call per chunk."""
+    def encode(self, texts: list[str], chunk: int = 1024) -> np.ndarray:
+        """Vectors for ``texts`` in order; misses are encoded in one backend call per chunk,
+        and progress is reported per chunk (a hundred thousand sentences take minutes)."""
         out: list[np.ndarray] = []
+        report = Progress("embed", len(texts), unit="text")
         for start in range(0, len(texts), chunk):
             out.append(self._encode_chunk(texts[start:start + chunk]))
+            report.tick(len(out[-1]))
+        report.close()
         if not out:
             return np.zeros((0, 0), dtype=np.float32)
         return np.concatenate(out)

@@ -10,14 +10,12 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import psutil
-from tqdm import tqdm
-
 from kgrag.errors import KgragError
 from kgrag.pipeline.artefacts import (
     BUILD_RECORD,
@@ -30,6 +28,9 @@ from kgrag.pipeline.artefacts import (
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.registry import KINDS
+from kgrag.progress import progress, step_label
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -51,10 +52,10 @@ class StepContext:
         """The artefact folder of the upstream step playing ``role`` (e.g. "chunks")."""
         return self.inputs[role]
 
-    def progress(self, iterable: Iterable, total: int | None = None, desc: str = "") -> tqdm:
-        """A progress bar with counts and ETA (hidden when stderr is not a terminal)."""
-        return tqdm(iterable, total=total, desc=desc or self.step.name, unit="it", disable=None,
-                    leave=False, dynamic_ncols=True)
+    def progress(self, iterable: Iterable[T], total: int | None = None, desc: str = "",
+                 unit: str = "it") -> Iterator[T]:
+        """Counts, rate and ETA: a bar on a terminal, a line every half minute in a log."""
+        return progress(iterable, total, desc or self.step.name, unit)
 
 
 class PeakRSS:
@@ -129,7 +130,7 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
         return record
     llm_before, embed_before = models.usage_snapshot()
     started = time.perf_counter()
-    with PeakRSS() as rss, atomic_dir(final) as tmp:
+    with PeakRSS() as rss, atomic_dir(final) as tmp, step_label(step.name):
         ctx = StepContext(step, spec, models, tmp, inputs)
         kind.run(ctx)
         wall = time.perf_counter() - started

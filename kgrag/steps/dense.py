@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from kgrag.pipeline.registry import step_kind
@@ -11,17 +10,11 @@ from kgrag.retrieval.naive import DENSE_TABLE
 from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.store.vectors import VectorTable
 
-BATCH = 1024
-
 
 @step_kind("dense_index", "1")
 def dense_index(ctx: StepContext) -> None:
     chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE, columns=["chunk_id", "context"])
     texts = chunks["context"].to_list()
-    starts = range(0, len(texts), BATCH)
-    vectors = np.concatenate([
-        ctx.models.embedder.encode(texts[s:s + BATCH])
-        for s in ctx.progress(starts, total=len(starts), desc="embed chunks")
-    ])
+    vectors = ctx.models.embedder.encode(texts)  # reports its own progress
     VectorTable.create(ctx.out_dir, DENSE_TABLE, chunks["chunk_id"].to_list(), vectors)
     ctx.notes.update(vectors=len(texts), dim=int(vectors.shape[1]))

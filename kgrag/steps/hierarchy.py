@@ -28,6 +28,7 @@ from kgrag.graphs.hierarchy import Hierarchy, Module, leiden_hierarchy
 from kgrag.models.llm import InvalidOutput
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
+from kgrag.progress import Progress
 from kgrag.retrieval.hugrag import (
     ENTITIES_FILE,
     GATES_FILE,
@@ -208,7 +209,10 @@ def gates(ctx: StepContext) -> None:
     llm, style = ctx.models.extraction_llm, ctx.config["prompt"]
     answers: dict[str, int] = {"yes": 0, "no": 0, "other": 0}
 
+    checked = Progress("gate checks", unit="check")  # their number shows as the search goes
+
     def judge(a: str, b: str) -> bool:
+        checked.tick()
         prompt = f"{GATE_INSTRUCTION}\n\nGroup A: {text[a]}\n\nGroup B: {text[b]}\n\nAnswer:"
         reply = llm.ask(prompt, style=style, max_tokens=2, grammar=YES_NO).text.strip().lower()
         verdict = reply if reply in ("yes", "no") else "other"  # "other": read as no
@@ -218,6 +222,7 @@ def gates(ctx: StepContext) -> None:
     search = find_gates(hierarchy, vectors, module_adjacency(hierarchy, relationships.iter_rows()),
                         judge, top_m=ctx.config["top_m"],
                         min_similarity=ctx.config["min_similarity"])
+    checked.close()
     level = {m.module_id: m.level for m in hierarchy.modules}
     pl.DataFrame({"a": [a for a, _ in search.gates], "b": [b for _, b in search.gates],
                   "level_a": [level[a] for a, _ in search.gates],
