@@ -120,8 +120,11 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
             elif cfg["kind"] == "hierarchy":
                 _add_hierarchy(plan, name, cfg, extraction, embedder)
             else:
-                plan.add(f"bipartite.{name}", "bipartite", {"tau": cfg["tau"],
-                                                             "embedder": embedder},
+                # sub-chunks render like their chunks; ``title`` is in the config only when
+                # false, so the fingerprints of titled builds (the default) stay as they were
+                untitled = {} if spec.chunking["title"] else {"title": False}
+                plan.add(f"bipartite.{name}", "bipartite",
+                         {"tau": cfg["tau"], "embedder": embedder, **untitled},
                          {"chunks": "chunks"})
             built.setdefault(graph["name"], []).append((chosen, name))
             builds.append({"graph": name, "kind": cfg["kind"],

@@ -11,6 +11,14 @@ import polars as pl
 CHUNKS_FILE = "chunks.parquet"
 
 
+def unit_text(with_title: bool) -> pl.Expr:
+    """How a retrieval unit (a chunk or a sub-chunk) is rendered from its ``title`` and
+    ``text`` columns: ``# <title>`` then the text, or the text alone (``chunking.title:
+    false``, for corpora whose titles are ids). What it renders is embedded, charged to
+    the budget and read by the LLM, so every kind of unit renders here."""
+    return pl.format("# {}\n{}", pl.col("title"), pl.col("text")) if with_title else pl.col("text")
+
+
 @dataclass(frozen=True)
 class Units:
     """Unit id → rendered context text (``# <title>`` + text), its token count, its document.

@@ -14,7 +14,7 @@ from kgrag.graphs.subchunks import split_subchunks
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
 from kgrag.retrieval.ket import EDGES_FILE, KEYWORD_TABLE, SUBCHUNK_TABLE, SUBCHUNKS_FILE
-from kgrag.retrieval.units import CHUNKS_FILE
+from kgrag.retrieval.units import CHUNKS_FILE, unit_text
 from kgrag.store.vectors import VectorTable
 
 KEYWORDS = "keywords.parquet"
@@ -26,7 +26,7 @@ def bipartite(ctx: StepContext) -> None:
     tokenizer, embedder = ctx.models.tokenizer, ctx.models.embedder
     parts = split_subchunks(chunks, tokenizer, ctx.config["tau"])
     parts = parts.join(chunks.select("chunk_id", "title"), on="chunk_id", how="left")
-    parts = parts.with_columns(context=pl.format("# {}\n{}", pl.col("title"), pl.col("text")))
+    parts = parts.with_columns(context=unit_text(ctx.config.get("title", True)))
     units = parts.select(
         pl.col("subchunk_id").alias("chunk_id"), pl.col("chunk_id").alias("parent_chunk_id"),
         "doc_id", "j", "title", "text", "context",

@@ -13,7 +13,7 @@ import polars as pl
 from kgrag.corpus import chunk_documents
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
-from kgrag.retrieval.units import CHUNKS_FILE
+from kgrag.retrieval.units import CHUNKS_FILE, unit_text
 from kgrag.steps.corpus import DOCUMENTS
 
 
@@ -23,9 +23,7 @@ def chunk(ctx: StepContext) -> None:
     tokenizer = ctx.models.tokenizer
     chunks = chunk_documents(documents, tokenizer, ctx.config["size"], ctx.config["overlap"])
     chunks = chunks.join(documents.select("doc_id", "title"), on="doc_id", how="left")
-    chunks = chunks.with_columns(
-        context=pl.format("# {}\n{}", pl.col("title"), pl.col("text")) if ctx.config["title"]
-        else pl.col("text"))
+    chunks = chunks.with_columns(context=unit_text(ctx.config["title"]))
     chunks = chunks.with_columns(
         context_tokens=pl.Series(tokenizer.count_many(chunks["context"].to_list()),
                                  dtype=pl.Int64))

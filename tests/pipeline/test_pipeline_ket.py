@@ -11,6 +11,7 @@ import polars as pl
 
 from kgrag import api
 from kgrag.graphs.extraction import DESCRIPTION_SEPARATOR
+from kgrag.retrieval.ket import SUBCHUNKS_FILE
 from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIP_TABLE, RELATIONSHIPS_FILE
 from kgrag.store.vectors import VectorTable
 from tests.conftest import write_spec
@@ -121,3 +122,22 @@ def test_description_summaries_make_the_dry_run_bound_unknown(project: Path) -> 
     assert bounds["skeleton.skel"] is None
     plain = api.open_session(ket_spec(project, "plain"))
     assert {p.step.name: p.max_llm_calls for p in api.dry_run(plain)}["skeleton.skel"] == 0
+
+
+def test_sub_chunks_render_like_their_chunks_when_titles_are_off(project: Path) -> None:
+    """With ``chunking.title: false`` no "# <title>" line reaches a sub-chunk's embedded
+    text or context (it did: the bipartite step always rendered the title)."""
+    query = [{"name": "keyword", "strategy": "ket", "bipartite": "kw", "theta": 0,
+              "budget_tokens": 600}]
+    sections = {"corpus": {"dataset": "musique", "path": "../corpus.jsonl", "limit": 1},
+                "graphs": [{"name": "kw", "kind": "bipartite"}], "query": query,
+                "answer": {"questions": 0}, "evaluate": {"metrics": ["coverage"]}}
+    untitled = write_spec(project, "untitled", chunking={"title": False}, **sections)
+    steps, _, _ = run_with(untitled, RuleLLM())
+    units = pl.read_parquet(artefact(project, "untitled", steps["bipartite.kw"])
+                            / SUBCHUNKS_FILE)
+    assert units.height > 0 and (units["context"] == units["text"]).all()
+    # titled builds (the default) keep their fingerprints: no title key in their config
+    titled = api.open_session(write_spec(project, "titled", **sections)).plan.by_name()
+    assert "title" not in titled["bipartite.kw"].config
+    assert api.open_session(untitled).plan.by_name()["bipartite.kw"].config["title"] is False
