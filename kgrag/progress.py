@@ -42,7 +42,7 @@ def step_label(name: str) -> Iterator[None]:
 
 def duration(seconds: float) -> str:
     """``1h 02m``, ``3m 05s`` or ``42s``."""
-    s = int(round(seconds))
+    s = round(seconds)
     if s >= 3600:
         return f"{s // 3600}h {s % 3600 // 60:02d}m"
     return f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s"

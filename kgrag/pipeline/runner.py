@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 import psutil
+
 from kgrag.errors import KgragError
 from kgrag.pipeline.artefacts import (
     BUILD_RECORD,
