@@ -1,5 +1,5 @@
-"""Damaged artefacts: each lists its files, and a run or a query that finds one changed
-since rebuilds it (from the call cache) instead of reusing it."""
+"""Damaged artefacts: each lists its files, and a run, a query or a dry run that finds
+one changed since rebuilds it (from the call cache) instead of reusing it."""
 
 from __future__ import annotations
 
@@ -128,3 +128,10 @@ def test_a_query_rebuilds_a_damaged_index_instead_of_failing(
     assert f"dense: artefact {folder.name} is damaged ({problem})" in caplog.text
     assert damage(folder) is None
 
+
+def test_the_dry_run_plans_to_rebuild_a_damaged_artefact(project: Path) -> None:
+    spec = write_spec(project)
+    built, _, _ = run_with(spec, RuleLLM())
+    (project / "outputs" / "tiny" / built["chunks"]["artefact"] / CHUNKS_FILE).write_text("x")
+    reuse = {p.step.name: p.reuse for p in api.dry_run(api.open_session(spec))}
+    assert reuse.pop("chunks") is False and all(reuse.values())
