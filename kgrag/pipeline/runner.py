@@ -33,7 +33,7 @@ from kgrag.pipeline.artefacts import (
 from kgrag.pipeline.integrity import check, write_listing
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
-from kgrag.pipeline.registry import KINDS
+from kgrag.pipeline.registry import KINDS, StepKind
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +131,7 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
     if final.exists() and not force:
         problem = check(final)
         if problem is None:
+            _publish(kind, final, run_dir)
             echo(f"  {step.name:<24} reused")
             record.update(status="reused", wall_s=0.0, peak_rss_mb=0.0,
                           llm=_zero_usage(), embed={"calls": 0, "cache_hits": 0})
@@ -156,12 +157,18 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
         # what building this artefact cost stays with it, for reports of later runs
         write_json_atomic(tmp / BUILD_RECORD, record)
         write_listing(tmp)  # last, so that it lists every file the artefact holds
-    for name in kind.publish:
-        shutil.copyfile(final / name, run_dir / name)
+    _publish(kind, final, run_dir)
     verb = "rebuilt" if "damaged" in record else "ran"
     echo(f"  {step.name:<24} {verb} in {wall:.1f}s  (llm calls {llm['calls']}, "
          f"cache hits {llm['cache_hits']}; embeddings {embed['calls']}, hits {embed['cache_hits']})")
     return record
+
+
+def _publish(kind: StepKind, artefact: Path, run_dir: Path) -> None:
+    """Copy the kind's published files (metrics.json) into the run folder, on reuse too:
+    the copy there may be gone, or another spec's written into the same run folder."""
+    for name in kind.publish:
+        shutil.copyfile(artefact / name, run_dir / name)
 
 
 def _zero_usage() -> dict[str, int]:

@@ -1,5 +1,6 @@
 """Damaged artefacts: each lists its files, and a run, a query or a dry run that finds
-one changed since rebuilds it (from the call cache) instead of reusing it."""
+one changed since rebuilds it (from the call cache) instead of reusing it; a run folder's
+published metrics.json always comes from the evaluation it reuses."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kgrag.pipeline.integrity import LISTING, damage, file_listing, write_listin
 from kgrag.retrieval.naive import DENSE_TABLE
 from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.steps.answer import ANSWERS
+from kgrag.steps.evaluate import METRICS
 from kgrag.store.vectors import VectorTable
 from tests.conftest import write_spec
 from tests.standin import RuleLLM, open_with, run_with
@@ -135,3 +137,15 @@ def test_the_dry_run_plans_to_rebuild_a_damaged_artefact(project: Path) -> None:
     (project / "outputs" / "tiny" / built["chunks"]["artefact"] / CHUNKS_FILE).write_text("x")
     reuse = {p.step.name: p.reuse for p in api.dry_run(api.open_session(spec))}
     assert reuse.pop("chunks") is False and all(reuse.values())
+
+
+def test_a_reused_evaluation_publishes_its_metrics_again(project: Path) -> None:
+    def metrics(*names: str) -> list[dict]:
+        spec = write_spec(project, answer={"questions": 0}, evaluate={"metrics": list(names)})
+        return list(run_with(spec, RuleLLM())[1].values())
+
+    coverage = metrics("coverage")
+    assert metrics("recall@5") != coverage
+    assert metrics("coverage") == coverage  # reused, and its metrics.json copied back
+    (project / "outputs" / "tiny" / METRICS).unlink()
+    assert metrics("coverage") == coverage
