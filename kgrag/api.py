@@ -19,6 +19,7 @@ from kgrag.models.cache import CacheStats, CallCache
 from kgrag.models.registry import ResolvedModel, bundled_models
 from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.compile import compile_plan, has_questions
+from kgrag.pipeline.integrity import damage
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.registry import KINDS, Counts
@@ -66,23 +67,31 @@ class PlannedStep:
 
 
 def dry_run(session: Session) -> list[PlannedStep]:
-    """What ``run`` would do: each step, whether it would be reused, its LLM-call bound."""
-    counts = Counts(_known_question_count(session), _known_chunk_count(session))
-    return [PlannedStep(s, session.artefact(s.name).exists(),
-                        KINDS[s.kind].max_llm_calls(s.config, counts))
+    """What ``run`` would do: each step, whether it would be reused, its LLM-call bound.
+    A damaged artefact would be rebuilt, so it counts as not built (and is not read)."""
+    reuse = {s.name: _reusable(session.artefact(s.name)) for s in session.plan.steps}
+    counts = Counts(_known_question_count(session, reuse["corpus"]),
+                    _known_chunk_count(session, reuse["chunks"]))
+    return [PlannedStep(s, reuse[s.name], KINDS[s.kind].max_llm_calls(s.config, counts))
             for s in session.plan.steps]
 
 
-def _known_chunk_count(session: Session) -> int | None:
+def _reusable(artefact: Path) -> bool:
+    return artefact.exists() and damage(artefact) is None
+
+
+def _known_chunk_count(session: Session, intact: bool) -> int | None:
     """Chunks the run has: known only once the chunk step has run."""
     chunks = session.artefact("chunks") / CHUNKS_FILE
-    return pl.scan_parquet(chunks).select(pl.len()).collect().item() if chunks.exists() else None
+    if not (intact and chunks.exists()):
+        return None
+    return pl.scan_parquet(chunks).select(pl.len()).collect().item()
 
 
-def _known_question_count(session: Session) -> int | None:
+def _known_question_count(session: Session, intact: bool) -> int | None:
     """Questions the run will have: exact once imported, else bounded from the spec."""
     imported = session.artefact("corpus") / QUESTIONS
-    if imported.exists():
+    if intact and imported.exists():
         return pl.read_parquet(imported).height
     corpus = session.spec.corpus
     if not has_questions(session.spec):

@@ -74,13 +74,19 @@ class RuleLLM:
         return json.dumps({"entities": entities, "relationships": relationships})
 
 
-def run_with(path: Path, llm: RuleLLM) -> tuple[dict[str, dict], dict[str, dict], list[dict]]:
-    """Run a spec with ``llm`` as every LLM; returns its steps' manifest records by name,
-    the metrics rows by strategy and the graph build rows."""
+def open_with(path: Path, llm: RuleLLM) -> api.Session:
+    """Open a spec's session with ``llm`` (behind the real call cache) as every LLM."""
     session = api.open_session(path)
     for role in ("llm", "extraction_llm"):
         session.models.__dict__[role] = CachedLLM(session.models.llm.settings, session.cache,
                                                   llm)
+    return session
+
+
+def run_with(path: Path, llm: RuleLLM) -> tuple[dict[str, dict], dict[str, dict], list[dict]]:
+    """Run a spec with ``llm`` as every LLM; returns its steps' manifest records by name,
+    the metrics rows by strategy and the graph build rows."""
+    session = open_with(path, llm)
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
                         run_dir=session.run_dir, echo=lambda s: None)
     metrics: dict[str, Any] = json.loads((session.run_dir / "metrics.json").read_text())

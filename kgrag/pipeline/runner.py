@@ -2,11 +2,14 @@
 
 Per step the runner measures wall time, peak RSS and model usage (as the
 difference of the model layers' counters), and rewrites the manifest after
-each step so even an interrupted run documents what it completed.
+each step so even an interrupted run documents what it completed. An artefact
+whose files no longer match its listing is rebuilt rather than reused
+(``kgrag.pipeline.integrity``).
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 import time
@@ -26,12 +29,14 @@ from kgrag.pipeline.artefacts import (
     run_lock,
     write_json_atomic,
 )
+from kgrag.pipeline.integrity import check, write_listing
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
-from kgrag.pipeline.registry import KINDS
+from kgrag.pipeline.registry import KINDS, StepKind
 from kgrag.progress import progress, step_label
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -125,10 +130,18 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
     record: dict[str, Any] = {"name": step.name, "kind": step.kind,
                               "fingerprint": step.fingerprint, "artefact": final.name}
     if final.exists() and not force:
-        echo(f"  {step.name:<24} reused")
-        record.update(status="reused", wall_s=0.0, peak_rss_mb=0.0,
-                      llm=_zero_usage(), embed={"calls": 0, "cache_hits": 0})
-        return record
+        problem = check(final)
+        if problem is None:
+            _publish(kind, final, run_dir)
+            echo(f"  {step.name:<24} reused")
+            record.update(status="reused", wall_s=0.0, peak_rss_mb=0.0,
+                          llm=_zero_usage(), embed={"calls": 0, "cache_hits": 0})
+            return record
+        # like a corrupt cache entry: said once, on stderr (also under `kgrag query`), then
+        # replaced; the damaged folder goes only when the rebuilt one is complete
+        log.warning("%s: artefact %s is damaged (%s); rebuilding it, replaying cached model "
+                    "calls", step.name, final.name, problem)
+        record["damaged"] = problem
     llm_before, embed_before = models.usage_snapshot()
     started = time.perf_counter()
     with PeakRSS() as rss, atomic_dir(final) as tmp, step_label(step.name):
@@ -144,11 +157,19 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
                       **({"notes": ctx.notes} if ctx.notes else {}))
         # what building this artefact cost stays with it, for reports of later runs
         write_json_atomic(tmp / BUILD_RECORD, record)
-    for name in kind.publish:
-        shutil.copyfile(final / name, run_dir / name)
-    echo(f"  {step.name:<24} ran in {wall:.1f}s  (llm calls {llm['calls']}, "
+        write_listing(tmp)  # last, so that it lists every file the artefact holds
+    _publish(kind, final, run_dir)
+    verb = "rebuilt" if "damaged" in record else "ran"
+    echo(f"  {step.name:<24} {verb} in {wall:.1f}s  (llm calls {llm['calls']}, "
          f"cache hits {llm['cache_hits']}; embeddings {embed['calls']}, hits {embed['cache_hits']})")
     return record
+
+
+def _publish(kind: StepKind, artefact: Path, run_dir: Path) -> None:
+    """Copy the kind's published files (metrics.json) into the run folder, on reuse too:
+    the copy there may be gone, or another spec's written into the same run folder."""
+    for name in kind.publish:
+        shutil.copyfile(artefact / name, run_dir / name)
 
 
 def _zero_usage() -> dict[str, int]:

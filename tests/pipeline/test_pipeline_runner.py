@@ -1,16 +1,19 @@
-"""Plan fingerprints, reuse, resume after a failure, --force, and the run lock."""
+"""Plan fingerprints, reuse, resume after a failure, --force, the run lock, and damaged
+artefacts rebuilt instead of reused."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from pathlib import Path
 
 import pytest
 
 from kgrag.errors import KgragError
 from kgrag.models.usage import Usage
-from kgrag.pipeline.artefacts import run_lock
+from kgrag.pipeline.artefacts import BUILD_RECORD, run_lock
+from kgrag.pipeline.integrity import LISTING
 from kgrag.pipeline.plan import Plan
 from kgrag.pipeline.registry import KINDS, step_kind
 from kgrag.pipeline.runner import run_plan
@@ -117,3 +120,39 @@ def test_force_reruns_the_step_and_everything_downstream(tmp_path):
 def test_a_second_run_on_a_locked_folder_fails_clearly(tmp_path):
     with run_lock(tmp_path), pytest.raises(KgragError, match="locked by another kgrag run"):
         run(plan(), tmp_path)
+
+
+def test_every_artefact_lists_its_files(tmp_path):
+    run(plan(), tmp_path)
+    for folder in tmp_path.glob("*-*"):
+        listed = json.loads((folder / LISTING).read_text())["files"]
+        assert set(listed) == {"value.txt", BUILD_RECORD}  # not the listing itself
+        assert listed["value.txt"]["size"] == 1 and len(listed["value.txt"]["sha256"]) == 64
+
+
+def test_a_damaged_artefact_is_rebuilt_with_a_warning_and_the_rest_reused(tmp_path, caplog):
+    run(plan(), tmp_path)
+    source = next(tmp_path.glob("source-*"))
+    (source / "value.txt").write_text("7")  # same size, other content
+    with caplog.at_level(logging.WARNING):
+        manifest = run(plan(), tmp_path)
+    assert RUNS == ["source"]  # "double" depends on its fingerprint, which is unchanged
+    assert f"source: artefact {source.name} is damaged (value.txt changed" in caplog.text
+    record = manifest.steps[0]
+    assert record["status"] == "ran" and record["damaged"].startswith("value.txt changed")
+    assert manifest.steps[1]["status"] == "reused"
+    assert (source / "value.txt").read_text() == "1"
+    assert json.loads((source / BUILD_RECORD).read_text())["damaged"] == record["damaged"]
+    assert run(plan(), tmp_path).steps[0]["status"] == "reused"
+
+
+def test_an_artefact_without_a_listing_is_trusted_on_first_use_then_checked(tmp_path):
+    run(plan(), tmp_path)
+    source = next(tmp_path.glob("source-*"))
+    (source / LISTING).unlink()  # as built by a kgrag that wrote no listing
+    manifest = run(plan(), tmp_path)
+    assert RUNS == [] and [s["status"] for s in manifest.steps] == ["reused", "reused"]
+    assert set(json.loads((source / LISTING).read_text())["files"]) == {"value.txt", BUILD_RECORD}
+    (source / "value.txt").unlink()
+    run(plan(), tmp_path)
+    assert RUNS == ["source"]

@@ -1,0 +1,88 @@
+"""What a complete artefact holds, so that reusing it can first check it is still there.
+
+An artefact folder is complete once renamed into place, but nothing stops a user,
+a sync tool or a full disk from deleting or overwriting its files afterwards.
+Reusing it then fails far from the cause (a LanceDB ``FileNotFoundError`` when a
+question is asked), or worse, silently reports old results. So every artefact
+lists its files in ``files.json`` (path, size, sha256), written just before the
+rename, and the runner checks that listing on each reuse: a damaged artefact is
+rebuilt, replaying its model calls from the cache, instead of reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from kgrag.pipeline.artefacts import write_json_atomic
+
+LISTING = "files.json"
+# Files up to this size are hashed, larger ones checked by size only. Every run checks
+# every artefact it reuses, so the check must stay cheap: sha256 reads about 800 MiB/s
+# on a 2-core machine, so a file at this limit costs ~80 ms, and the files past it (the
+# vector tables of large corpora) would cost seconds per reuse, while the damage seen in
+# practice (a file deleted, truncated, or replaced by other content) changes the size.
+HASH_LIMIT = 64 * 2**20
+
+
+def file_listing(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every file under ``folder`` but the listing itself, recursively (a LanceDB table
+    is a folder): relative path → size and sha256 (None above ``HASH_LIMIT``)."""
+    files = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
+    return {name: _describe(files[name]) for name in sorted(files) if name != LISTING}
+
+
+def write_listing(folder: Path) -> None:
+    write_json_atomic(folder / LISTING, {"files": file_listing(folder)})
+
+
+def damage(folder: Path) -> str | None:
+    """The first way ``folder`` differs from its listing (a file missing, resized or
+    changed), or None if it matches. Files added since are ignored: they cannot make
+    reading the listed ones fail. An artefact without a listing, built by a kgrag
+    that wrote none, has nothing to check against and is taken as it is."""
+    path = folder / LISTING
+    if not path.exists():
+        return None
+    try:
+        files = dict(json.loads(path.read_text())["files"])
+    except (ValueError, KeyError, TypeError):
+        return f"{LISTING} unreadable"
+    for name, listed in files.items():
+        problem = _differs(folder / name, listed)
+        if problem is not None:
+            return f"{name} {problem}"
+    return None
+
+
+def check(folder: Path) -> str | None:
+    """``damage`` for the runner, which holds the run's lock: an artefact built before
+    listings existed is trusted on first use and listed now, so existing runs are not
+    rebuilt and later damage to them is caught like any other."""
+    if not (folder / LISTING).exists():
+        write_listing(folder)
+        return None
+    return damage(folder)
+
+
+def _describe(path: Path) -> dict[str, Any]:
+    size = path.stat().st_size
+    return {"size": size, "sha256": _sha256(path) if size <= HASH_LIMIT else None}
+
+
+def _differs(path: Path, listed: dict[str, Any]) -> str | None:
+    if not path.is_file():
+        return "missing"
+    size = path.stat().st_size
+    if size != listed["size"]:
+        return f"is {size} bytes, listed as {listed['size']}"
+    if listed["sha256"] is not None and _sha256(path) != listed["sha256"]:
+        return "changed (its sha256 differs from the listing)"
+    return None
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -1,0 +1,151 @@
+"""Damaged artefacts: each lists its files, and a run, a query or a dry run that finds
+one changed since rebuilds it (from the call cache) instead of reusing it; a run folder's
+published metrics.json always comes from the evaluation it reuses."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from kgrag import api
+from kgrag.cli import main
+from kgrag.pipeline import integrity
+from kgrag.pipeline.integrity import LISTING, damage, file_listing, write_listing
+from kgrag.retrieval.naive import DENSE_TABLE
+from kgrag.retrieval.units import CHUNKS_FILE
+from kgrag.steps.answer import ANSWERS
+from kgrag.steps.evaluate import METRICS
+from kgrag.store.vectors import VectorTable
+from tests.conftest import write_spec
+from tests.standin import RuleLLM, open_with, run_with
+
+
+def test_the_listing_catches_files_missing_resized_or_changed(tmp_path: Path) -> None:
+    (tmp_path / "table.lance" / "data").mkdir(parents=True)
+    (tmp_path / "table.lance" / "data" / "a.lance").write_bytes(b"vectors")
+    (tmp_path / "rows.parquet").write_bytes(b"rows")
+    assert damage(tmp_path) is None and not (tmp_path / LISTING).exists()  # nothing to check
+    write_listing(tmp_path)
+    assert list(file_listing(tmp_path)) == ["rows.parquet", "table.lance/data/a.lance"]
+    assert damage(tmp_path) is None
+    (tmp_path / "notes.txt").write_text("added later")
+    assert damage(tmp_path) is None
+    (tmp_path / "rows.parquet").write_bytes(b"ROWS")
+    assert damage(tmp_path) == "rows.parquet changed (its sha256 differs from the listing)"
+    (tmp_path / "rows.parquet").write_bytes(b"rows, longer")
+    assert damage(tmp_path) == "rows.parquet is 12 bytes, listed as 4"
+    (tmp_path / "rows.parquet").write_bytes(b"rows")
+    (tmp_path / "table.lance" / "data" / "a.lance").unlink()
+    assert damage(tmp_path) == "table.lance/data/a.lance missing"
+    (tmp_path / LISTING).write_text('{"files": ')
+    assert damage(tmp_path) == f"{LISTING} unreadable"
+
+
+def test_files_above_the_hash_limit_are_checked_by_size_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(integrity, "HASH_LIMIT", 4)
+    (tmp_path / "large.bin").write_bytes(b"12345")
+    (tmp_path / "small.bin").write_bytes(b"1234")
+    write_listing(tmp_path)
+    listed = file_listing(tmp_path)
+    assert listed["large.bin"]["sha256"] is None and len(listed["small.bin"]["sha256"]) == 64
+    (tmp_path / "large.bin").write_bytes(b"54321")
+    assert damage(tmp_path) is None
+    (tmp_path / "large.bin").write_bytes(b"123456")
+    assert damage(tmp_path) == "large.bin is 6 bytes, listed as 5"
+
+
+def delete_vectors(folder: Path) -> str:
+    """The dense step's LanceDB data file deleted; returns the problem it makes."""
+    data = next((folder / f"{DENSE_TABLE}.lance" / "data").glob("*.lance"))
+    data.unlink()
+    return f"{data.relative_to(folder).as_posix()} missing"
+
+
+def delete_chunks(folder: Path) -> str:
+    (folder / CHUNKS_FILE).unlink()
+    return f"{CHUNKS_FILE} missing"
+
+
+def overwrite_answers(folder: Path) -> str:
+    text = "the answers, edited by hand\n"
+    (folder / ANSWERS).write_text(text)
+    return f"{ANSWERS} is {len(text)} bytes"
+
+
+def read_vectors(folder: Path) -> Any:
+    ids, matrix = VectorTable.open(folder, DENSE_TABLE).matrix()
+    return ids, matrix.tolist()
+
+
+def read_table(name: str) -> Callable[[Path], Any]:
+    return lambda folder: pl.read_parquet(folder / name).to_dicts()
+
+
+@pytest.mark.parametrize("step, spoil, read", [
+    ("dense", delete_vectors, read_vectors),
+    ("chunks", delete_chunks, read_table(CHUNKS_FILE)),
+    ("answer.dense", overwrite_answers, read_table(ANSWERS)),
+])
+def test_a_damaged_step_is_rebuilt_from_the_cache_and_named_in_a_warning(
+        project: Path, caplog: pytest.LogCaptureFixture, step: str,
+        spoil: Callable[[Path], str], read: Callable[[Path], Any]) -> None:
+    spec = write_spec(project)
+    built, rows, _ = run_with(spec, RuleLLM())
+    folder = project / "outputs" / "tiny" / built[step]["artefact"]
+    before = read(folder)
+    problem = spoil(folder)
+
+    llm = RuleLLM()
+    with caplog.at_level(logging.WARNING):
+        again, rows_again, _ = run_with(spec, llm)
+    assert f"{step}: artefact {folder.name} is damaged ({problem}" in caplog.text
+    assert again[step]["status"] == "ran" and again[step]["damaged"].startswith(problem)
+    assert {name for name, s in again.items() if s["status"] != "reused"} == {step}
+    # no model call: every request the first build made is answered by the cache
+    assert llm.calls == [] and again[step]["llm"]["calls"] == 0
+    first = built[step]["llm"]
+    assert again[step]["llm"]["cache_hits"] == first["calls"] + first["cache_hits"]
+    assert read(folder) == before and damage(folder) is None
+    assert rows_again == rows
+
+
+def test_a_query_rebuilds_a_damaged_index_instead_of_failing(
+        project: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(project)
+    built, _, _ = run_with(spec, RuleLLM())
+    folder = project / "outputs" / "tiny" / built["dense"]["artefact"]
+    problem = delete_vectors(folder)
+    session = open_with(spec, RuleLLM())
+    monkeypatch.setattr(api, "open_session", lambda path: session)
+    with caplog.at_level(logging.WARNING):
+        code = main(["query", str(spec), "Who directed the film?"])
+    assert code == 0 and "answer: An answer from the evidence" in capsys.readouterr().out
+    assert f"dense: artefact {folder.name} is damaged ({problem})" in caplog.text
+    assert damage(folder) is None
+
+
+def test_the_dry_run_plans_to_rebuild_a_damaged_artefact(project: Path) -> None:
+    spec = write_spec(project)
+    built, _, _ = run_with(spec, RuleLLM())
+    (project / "outputs" / "tiny" / built["chunks"]["artefact"] / CHUNKS_FILE).write_text("x")
+    reuse = {p.step.name: p.reuse for p in api.dry_run(api.open_session(spec))}
+    assert reuse.pop("chunks") is False and all(reuse.values())
+
+
+def test_a_reused_evaluation_publishes_its_metrics_again(project: Path) -> None:
+    def metrics(*names: str) -> list[dict]:
+        spec = write_spec(project, answer={"questions": 0}, evaluate={"metrics": list(names)})
+        return list(run_with(spec, RuleLLM())[1].values())
+
+    coverage = metrics("coverage")
+    assert metrics("recall@5") != coverage
+    assert metrics("coverage") == coverage  # reused, and its metrics.json copied back
+    (project / "outputs" / "tiny" / METRICS).unlink()
+    assert metrics("coverage") == coverage
