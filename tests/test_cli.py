@@ -103,3 +103,19 @@ def test_a_budget_too_small_for_any_chunk_exits_2_and_keeps_the_index(project, c
     run_dir = project / "outputs" / "tiny"
     built = {p.name.rsplit("-", 1)[0] for p in run_dir.iterdir() if p.is_dir()}
     assert built == {"corpus", "chunks", "dense"}  # completed steps stay for the next run
+
+
+@pytest.mark.parametrize("text, problem", [
+    (b"name: bad\ncorpus: {dataset: musique, path: x.jsonl}\nk\xe9y: 1\n",
+     "bad.yaml:3: not UTF-8 text (byte 0xe9 at offset 53)"),
+    (b"name: bad\ncorpus: {dataset: musique, path: x.jsonl}\ndescription: a\x00b\n",
+     "bad.yaml:3: not plain text (byte 0x00 at offset 66)"),
+])
+def test_validate_names_a_byte_that_is_not_text(project, capsys, text, problem):
+    spec = project / "specs" / "bad.yaml"
+    spec.write_bytes(text)
+    code, _, err = run_cli(capsys, "validate", str(spec))
+    assert code == 2 and problem in err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+    code, _, err = run_cli(capsys, "run", str(spec), "--dry-run")
+    assert code == 2 and err.startswith("kgrag: error:") and problem in err

@@ -153,6 +153,10 @@ def _read(path: Path) -> _Document:
     except OSError as exc:
         document.fatal.append(f"{path}: cannot read the spec file: {exc.strerror}")
         return document
+    unreadable = _not_text(path, document.raw)
+    if unreadable:
+        document.fatal.append(unreadable)
+        return document
 
     loader = _SpecLoader(document.raw)
     try:
@@ -189,6 +193,29 @@ def _read(path: Path) -> _Document:
     finally:
         loader.dispose()
     return document
+
+
+def _not_text(path: Path, raw: bytes) -> str | None:
+    """Say where the file stops being text, or ``None`` when YAML can read all of it.
+
+    PyYAML reports a bad byte as a traceback with a character position; users need
+    the byte, its offset and its line to find it in an editor. A spec is UTF-8 (a
+    leading byte-order mark is fine) without the control characters YAML refuses.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+    found = _SpecLoader.NON_PRINTABLE.search(text)
+    if found is None:
+        return None
+    code = ord(found.group())
+    what = f"byte 0x{code:02x}" if code < 0x80 else f"character U+{code:04X}"
+    offset = len(text[: found.start()].encode())
+    line = text.count("\n", 0, found.start()) + 1
+    return (f"{path}:{line}: not plain text ({what} at offset {offset}); "
+            "a spec may hold no control characters")
 
 
 def _syntax_message(path: Path, exc: yaml.MarkedYAMLError, last_line: int) -> str:

@@ -30,6 +30,12 @@ def test_valid_spec_has_no_messages(tmp_path: Path) -> None:
     assert check_spec(write(tmp_path, VALID_HEAD)) == []
 
 
+def test_utf8_byte_order_mark_is_fine(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + VALID_HEAD.encode())
+    assert check_spec(path) == []
+
+
 def test_top_level_typo_suggests_key_on_its_line(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "chunkng:\n  size: 128\n")
     assert check_spec(path) == [
@@ -363,3 +369,34 @@ def test_merge_keys_work_and_own_keys_win(tmp_path: Path) -> None:
     assert check_spec(path) == [
         f'{path}:12: query[1].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "many"'
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        (b"name: demo\ncaf\xe9: 1\n", 2, "not UTF-8 text (byte 0xe9 at offset 14)"),
+        (b"name: demo\ndescription: caf\xe9\n", 2, "not UTF-8 text (byte 0xe9 at offset 27)"),
+        (b"\xff\xfename: demo\n", 1, "not UTF-8 text (byte 0xff at offset 0)"),
+        (
+            b"name: demo\ndescription: a\x00b\n",
+            2,
+            "not plain text (byte 0x00 at offset 25); a spec may hold no control characters",
+        ),
+        (
+            "name: demo\ndescription: \ufffe\n".encode(),
+            2,
+            (
+                "not plain text (character U+FFFE at offset 24); "
+                "a spec may hold no control characters"
+            ),
+        ),
+    ],
+)
+def test_bytes_that_are_not_text_are_named_with_their_offset(
+    tmp_path: Path, text: bytes, line: int, problem: str
+) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(text)
+    assert check_spec(path) == [f"{path}:{line}: {problem}"]
+    with pytest.raises(KgragError, match="at offset"):
+        load_spec(path)
