@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -369,6 +370,8 @@ def _describe(error: ValidationError) -> str:
     """Translate one validator error (other than unknown and missing keys) into words."""
     keyword, expected, value = error.validator, error.validator_value, error.instance
     if keyword == "type":
+        if _unusable_number(value) and "number" in _type_names(error.schema):
+            return _not_finite(value)
         return f"expected {_expected_types(error.schema)}, got {_show(value)}"
     if keyword == "enum":
         return _enum_message(expected, value)
@@ -387,10 +390,28 @@ def _describe(error: ValidationError) -> str:
     return error.message
 
 
+def _unusable_number(value: Any) -> bool:
+    """A number the schema's ``number`` type refuses: NaN, ±inf, or an int past any float."""
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return numeric and not VALIDATOR.is_type(value, "number")
+
+
+def _not_finite(value: float) -> str:
+    """Say why a number that looks fine to YAML is refused."""
+    if isinstance(value, float):
+        return f"must be a finite number, got {_show(value)}"
+    return f"is too large for a number (the limit is about 1.8e308), got {_show(value)}"
+
+
+def _type_names(schema: dict[str, Any]) -> list[str]:
+    """The ``type`` keyword of a schema as a list."""
+    types = schema.get("type")
+    return types if isinstance(types, list) else [types]
+
+
 def _expected_types(schema: dict[str, Any]) -> str:
     """Describe the allowed types, with the numeric bounds the schema sets."""
-    types = schema.get("type")
-    names = types if isinstance(types, list) else [types]
+    names = _type_names(schema)
     bounds = [
         f"{symbol} {schema[keyword]}"
         for keyword, symbol in _BOUND_SYMBOLS.items()
@@ -471,6 +492,8 @@ def _semantic_problems(data: dict[str, Any], lines: dict[KeyPath, int]) -> Itera
 
 def _show(value: Any) -> str:
     """Show a value as YAML/JSON would write it, shortened if long."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
 

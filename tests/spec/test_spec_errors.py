@@ -400,3 +400,48 @@ def test_bytes_that_are_not_text_are_named_with_their_offset(
     assert check_spec(path) == [f"{path}:{line}: {problem}"]
     with pytest.raises(KgragError, match="at offset"):
         load_spec(path)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            "models:\n  llm:\n    temperature: .nan\n",
+            "models.llm.temperature: must be a finite number, got .nan",
+        ),
+        (
+            "models:\n  llm:\n    temperature: .inf\n",
+            "models.llm.temperature: must be a finite number, got .inf",
+        ),
+        ("models:\n  llm:\n    top_p: .nan\n", "models.llm.top_p: must be a finite number, got .nan"),
+        (
+            "models:\n  llm:\n    temperature: 1.0e+400\n",
+            "models.llm.temperature: must be a finite number, got .inf",
+        ),
+        (
+            f"models:\n  llm:\n    temperature: {10**400}\n",
+            (
+                "models.llm.temperature: is too large for a number "
+                f"(the limit is about 1.8e308), got {str(10**400)[:59]}…"
+            ),
+        ),
+        (
+            "graphs:\n  - {name: h, kind: hierarchy, gate_min_similarity: -.inf}\n",
+            "graphs[0].gate_min_similarity: must be a finite number, got -.inf",
+        ),
+        (
+            "graphs:\n  - {name: s, kind: skeleton, beta: [0.5, .nan]}\n",
+            "graphs[0].beta[1]: must be a finite number, got .nan",
+        ),
+        (
+            "query:\n  - {name: q, strategy: naive, budget_tokens: .inf}\n",
+            "query[0].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got .inf",
+        ),
+    ],
+)
+def test_non_finite_numbers_are_refused_wherever_a_number_is_allowed(
+    tmp_path: Path, extra: str, message: str
+) -> None:
+    path = write(tmp_path, VALID_HEAD, extra)
+    line = 4 + extra.count("\n")  # the last line of the extra part
+    assert check_spec(path) == [f"{path}:{line}: {message}"]
