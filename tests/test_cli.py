@@ -121,17 +121,22 @@ def test_validate_names_a_byte_that_is_not_text(project, capsys, text, problem):
     assert code == 2 and err.startswith("kgrag: error:") and problem in err
 
 
-@pytest.mark.parametrize("extra, problem", [
-    ("models: {llm: {temperature: .nan}}",
-     "models.llm.temperature: must be a finite number, got .nan"),
-    ("models: {llm: {temperature: .inf}}",
-     "models.llm.temperature: must be a finite number, got .inf"),
-    ("models: {llm: {top_p: .nan}}", "models.llm.top_p: must be a finite number, got .nan"),
+BAD_HEAD = "name: bad\ncorpus: {dataset: musique, path: ../corpus.jsonl}\n"
+
+
+@pytest.mark.parametrize("text, problem", [
+    (f"name: {'n' * 300}\n{BAD_HEAD[10:]}", "1: name: must be at most 64 characters long, got 300"),
+    (BAD_HEAD + "models: {llm: {temperature: .nan}}\n",
+     "3: models.llm.temperature: must be a finite number, got .nan"),
+    (BAD_HEAD + "models: {llm: {temperature: .inf}}\n",
+     "3: models.llm.temperature: must be a finite number, got .inf"),
+    (BAD_HEAD + "models: {llm: {top_p: .nan}}\n",
+     "3: models.llm.top_p: must be a finite number, got .nan"),
 ])
-def test_a_spec_that_would_crash_run_is_refused_by_validate(project, capsys, extra, problem):
+def test_a_spec_that_would_crash_run_is_refused_by_validate(project, capsys, text, problem):
     spec = project / "specs" / "bad.yaml"
-    spec.write_text(f"name: bad\ncorpus: {{dataset: musique, path: ../corpus.jsonl}}\n{extra}\n")
+    spec.write_text(text)
     code, _, err = run_cli(capsys, "validate", str(spec))
-    assert (code, err) == (2, f"{spec}:3: {problem}\n")
+    assert (code, err) == (2, f"{spec}:{problem}\n")
     code, _, err = run_cli(capsys, "run", str(spec), "--dry-run")
-    assert (code, err) == (2, f"kgrag: error: {spec}:3: {problem}\n")
+    assert (code, err) == (2, f"kgrag: error: {spec}:{problem}\n")

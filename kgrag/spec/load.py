@@ -383,6 +383,8 @@ def _describe(error: ValidationError) -> str:
         if expected == 1:
             return "must not be empty"
         return f"must be at least {expected} characters long, got {_quote(value)}"
+    if keyword == "maxLength":  # the value itself may be megabytes long: give its length
+        return f"must be at most {expected} characters long, got {len(value)}"
     if keyword == "minItems":
         return f"must list at least {expected} item(s), got {len(value)}"
     if keyword == "uniqueItems":

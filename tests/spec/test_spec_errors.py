@@ -80,7 +80,7 @@ def test_wrong_type_message_names_type_minimum_and_value(tmp_path: Path) -> None
         """,
     )
     assert check_spec(path) == [
-        f'{path}:10: query[1].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "lots"'
+        f'{path}:10: query[1].budget_tokens: expected integer ≥ 1 and ≤ 1000000 or a list of them (a sweep), got "lots"'
     ]
 
 
@@ -139,6 +139,11 @@ def test_missing_required_keys(tmp_path: Path) -> None:
         ),
         ("models:\n  llm:\n    top_p: 0\n", 7, "models.llm.top_p: must be > 0, got 0"),
         ("query: []\n", 5, "query: must list at least 1 item(s), got 0"),
+        (
+            "query:\n  - {name: q, strategy: naive, budget_tokens: [1, 2000000]}\n",
+            6,
+            "query[0].budget_tokens[1]: must be ≤ 1000000, got 2000000",
+        ),
         (
             "evaluate:\n  metrics: [em, f1, em]\n",
             6,
@@ -343,7 +348,7 @@ def test_all_errors_reported_together_sorted_by_line(tmp_path: Path) -> None:
             f"{path}:4: corpus.dataset: expected one of musique, hotpotqa, 2wiki, holisqa, jsonl, text; "
             "got 'musiqe' (did you mean 'musique'?)"
         ),
-        f'{path}:9: query[0].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "lots"',
+        f'{path}:9: query[0].budget_tokens: expected integer ≥ 1 and ≤ 1000000 or a list of them (a sweep), got "lots"',
         f"{path}:11: chunking.size: must be ≥ 16, got 8",
     ]
     with pytest.raises(KgragError) as raised:
@@ -367,7 +372,7 @@ def test_merge_keys_work_and_own_keys_win(tmp_path: Path) -> None:
         """,
     )
     assert check_spec(path) == [
-        f'{path}:12: query[1].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "many"'
+        f'{path}:12: query[1].budget_tokens: expected integer ≥ 1 and ≤ 1000000 or a list of them (a sweep), got "many"'
     ]
 
 
@@ -435,7 +440,10 @@ def test_bytes_that_are_not_text_are_named_with_their_offset(
         ),
         (
             "query:\n  - {name: q, strategy: naive, budget_tokens: .inf}\n",
-            "query[0].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got .inf",
+            (
+                "query[0].budget_tokens: expected integer ≥ 1 and ≤ 1000000 "
+                "or a list of them (a sweep), got .inf"
+            ),
         ),
     ],
 )
@@ -444,4 +452,37 @@ def test_non_finite_numbers_are_refused_wherever_a_number_is_allowed(
 ) -> None:
     path = write(tmp_path, VALID_HEAD, extra)
     line = 4 + extra.count("\n")  # the last line of the extra part
+    assert check_spec(path) == [f"{path}:{line}: {message}"]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (
+            VALID_HEAD.replace("demo", "n" * 300),
+            1,
+            "name: must be at most 64 characters long, got 300",
+        ),
+        (
+            VALID_HEAD.replace("demo", "n" * 5_000_000),
+            1,
+            "name: must be at most 64 characters long, got 5000000",
+        ),
+        (
+            VALID_HEAD + f"query:\n  - {{name: {'q' * 65}, strategy: naive}}\n",
+            6,
+            "query[0].name: must be at most 64 characters long, got 65",
+        ),
+        (
+            VALID_HEAD + f"graphs:\n  - {{name: {'g' * 65}, kind: bipartite}}\n",
+            6,
+            "graphs[0].name: must be at most 64 characters long, got 65",
+        ),
+    ],
+    ids=["run-300", "run-5MB", "strategy", "graph"],
+)
+def test_names_that_become_folder_names_are_capped(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
+    path = write(tmp_path, text)
     assert check_spec(path) == [f"{path}:{line}: {message}"]
