@@ -132,6 +132,8 @@ BAD_HEAD = "name: bad\ncorpus: {dataset: musique, path: ../corpus.jsonl}\n"
      "3: models.llm.temperature: must be a finite number, got .inf"),
     (BAD_HEAD + "models: {llm: {top_p: .nan}}\n",
      "3: models.llm.top_p: must be a finite number, got .nan"),
+    (BAD_HEAD + "query: [{name: q, strategy: naive, budget_tokens: [1000, 1000]}]\n",
+     "3: query[0].budget_tokens: a sweep runs each value once; 1000 is listed more than once"),
 ])
 def test_a_spec_that_would_crash_run_is_refused_by_validate(project, capsys, text, problem):
     spec = project / "specs" / "bad.yaml"

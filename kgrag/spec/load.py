@@ -388,14 +388,21 @@ def _describe(error: ValidationError) -> str:
     if keyword == "minItems":
         return f"must list at least {expected} item(s), got {len(value)}"
     if keyword == "uniqueItems":
-        return f"items must be unique; {_first_repeat(value)} is listed more than once"
+        repeated = f"{_first_repeat(value)} is listed more than once"
+        if _is_sweep(error.schema):  # a repeated value would compile to the same step twice
+            return f"a sweep runs each value once; {repeated}"
+        return f"items must be unique; {repeated}"
     return error.message
+
+
+def _is_numeric(value: Any) -> bool:
+    """An int or float as Python sees it; YAML's ``true`` is a bool, not a number."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _unusable_number(value: Any) -> bool:
     """A number the schema's ``number`` type refuses: NaN, ±inf, or an int past any float."""
-    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return numeric and not VALIDATOR.is_type(value, "number")
+    return _is_numeric(value) and not VALIDATOR.is_type(value, "number")
 
 
 def _not_finite(value: float) -> str:
@@ -409,6 +416,12 @@ def _type_names(schema: dict[str, Any]) -> list[str]:
     """The ``type`` keyword of a schema as a list."""
     types = schema.get("type")
     return types if isinstance(types, list) else [types]
+
+
+def _is_sweep(schema: dict[str, Any]) -> bool:
+    """A sweepable parameter takes one value or a list of them (``[integer, array]``)."""
+    names = _type_names(schema)
+    return len(names) == 2 and "array" in names
 
 
 def _expected_types(schema: dict[str, Any]) -> str:
@@ -425,7 +438,7 @@ def _expected_types(schema: dict[str, Any]) -> str:
         if name in ("integer", "number") and bounds:
             word += " " + " and ".join(bounds)
         words.append(word)
-    if len(names) == 2 and "array" in names:  # a sweepable parameter: value or list of values
+    if _is_sweep(schema):
         return f"{words[names.index('array') - 1]} or a list of them (a sweep)"
     return " or ".join(words)
 
@@ -444,10 +457,13 @@ def _enum_message(options: list[Any], value: Any) -> str:
 
 
 def _first_repeat(items: list[Any]) -> str:
-    """The first item that occurs twice, shown for the message."""
-    seen: set[str] = set()
+    """The first item that occurs twice, shown for the message.
+
+    Numbers compare by value, as JSON Schema compares them: ``1.0`` repeats ``1``.
+    """
+    seen: set[Any] = set()
     for item in items:
-        key = json.dumps(item, sort_keys=True, default=str)
+        key = item if _is_numeric(item) else json.dumps(item, sort_keys=True, default=str)
         if key in seen:
             return _quote(item)
         seen.add(key)

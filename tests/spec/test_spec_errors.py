@@ -486,3 +486,34 @@ def test_names_that_become_folder_names_are_capped(
 ) -> None:
     path = write(tmp_path, text)
     assert check_spec(path) == [f"{path}:{line}: {message}"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            "query:\n  - {name: q, strategy: naive, budget_tokens: [1000, 1000]}\n",
+            "query[0].budget_tokens: a sweep runs each value once; 1000 is listed more than once",
+        ),
+        (
+            "query:\n  - {name: q, strategy: ket, theta: [0, 1, 1.0]}\n",
+            "query[0].theta: a sweep runs each value once; 1.0 is listed more than once",
+        ),
+        (
+            "graphs:\n  - {name: s, kind: skeleton, beta: [0.2, 0.8, 0.2]}\n",
+            "graphs[0].beta: a sweep runs each value once; 0.2 is listed more than once",
+        ),
+        (
+            "graphs:\n  - {name: s, kind: skeleton, knn_k: [4, 4]}\n",
+            "graphs[0].knn_k: a sweep runs each value once; 4 is listed more than once",
+        ),
+        (
+            "graphs:\n  - {name: b, kind: bipartite, tau: [1, 1]}\n",
+            "graphs[0].tau: a sweep runs each value once; 1 is listed more than once",
+        ),
+    ],
+    ids=["budget_tokens", "theta", "beta", "knn_k", "tau"],
+)
+def test_a_sweep_may_not_repeat_a_value(tmp_path: Path, extra: str, message: str) -> None:
+    path = write(tmp_path, VALID_HEAD, extra)
+    assert check_spec(path) == [f"{path}:6: {message}"]
