@@ -142,3 +142,21 @@ def test_a_spec_that_would_crash_run_is_refused_by_validate(project, capsys, tex
     assert (code, err) == (2, f"{spec}:{problem}\n")
     code, _, err = run_cli(capsys, "run", str(spec), "--dry-run")
     assert (code, err) == (2, f"kgrag: error: {spec}:{problem}\n")
+
+
+@pytest.mark.parametrize("name, outputs, problem", [
+    ("tiny", "pyproject.toml", "{root}/pyproject.toml is a file, not a folder"),
+    ("tiny", "pyproject.toml/runs", "{root}/pyproject.toml is a file, not a folder"),
+    ("corpus.jsonl", ".", "{root}/corpus.jsonl is a file, not a folder"),
+    ("tiny", "o" * 300, "File name too long"),
+])
+def test_outputs_that_cannot_be_a_folder_exits_2_before_any_work(project, capsys, name, outputs,
+                                                                  problem):
+    spec = write_spec(project, name=name, outputs=outputs)
+    root = project.resolve()
+    before = sorted(root.rglob("*"))
+    for argv in (["run", str(spec), "--dry-run"], ["run", str(spec)]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and err.startswith(f"kgrag: error: {spec}: cannot make the run folder ")
+        assert err.endswith(f": {problem.format(root=root)}\n") and len(err.splitlines()) == 1
+    assert sorted(root.rglob("*")) == before

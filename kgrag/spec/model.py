@@ -8,6 +8,7 @@ stage (or a cache key) relies on.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,10 +116,12 @@ class Spec:
 
     @property
     def output_dir(self) -> Path:
-        """``<root>/<outputs>/<name>``; refuses a location outside the project.
+        """``<root>/<outputs>/<name>``; refuses a location outside the project, or
+        one that cannot be a folder.
 
         Runs write and replace files there, so a typo like ``../../`` must not
-        let them land in (or overwrite) somebody else's folder.
+        let them land in (or overwrite) somebody else's folder; and a file in the
+        way must stop a run before its first step, not when that step is saved.
         """
         root = self.root.resolve()
         target = (root / self.data["outputs"] / self.name).resolve()
@@ -127,6 +130,9 @@ class Spec:
                 f"{self.path}: outputs path escapes the project: "
                 f"{self.data['outputs']!r} leads to {target}, which is outside {root}"
             )
+        problem = _folder_problem(root, target)
+        if problem:
+            raise KgragError(f"{self.path}: cannot make the run folder {target}: {problem}")
         return target
 
     @property
@@ -138,6 +144,21 @@ class Spec:
         """
         configured = self.data["cache"]["dir"]
         return self.resolve(configured) if configured else default_cache_dir()
+
+
+def _folder_problem(root: Path, target: Path) -> str | None:
+    """Why ``target`` (under the folder ``root``) cannot be or become a folder, if it cannot."""
+    path = root
+    for part in target.relative_to(root).parts:
+        path = path / part
+        try:
+            if not stat.S_ISDIR(path.stat().st_mode):
+                return f"{path} is a file, not a folder"
+        except FileNotFoundError:
+            return None  # the run makes the rest
+        except OSError as exc:
+            return exc.strerror
+    return None
 
 
 def default_cache_dir() -> Path:
