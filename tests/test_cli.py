@@ -30,6 +30,16 @@ def test_validate_ok_and_typo(project, capsys):
     ({"models": {"llm": {"model": "llama-70b"}}}, "unknown LLM 'llama-70b'"),
     ({"models": {"llm": {"model": "../nothing.gguf"}}}, "not an existing .gguf file"),
     ({"outputs": "../../elsewhere"}, "escapes the project"),
+    ({"corpus": {"dataset": "musique", "path": "c" * 300}},
+     "corpus path cannot be read: File name too long"),
+    ({"models": {"llm": {"model": "m" * 300}}}, "not an existing .gguf file"),
+    ({"models": {"embedder": {"model": "m" * 300}}}, "not a sentence-transformers model folder"),
+    ({"extraction": {"model": "~nobody-here/m.gguf"}},
+     "'~nobody-here/m.gguf': cannot find the home folder '~' refers to"),
+    ({"corpus": {"dataset": "musique", "path": "~nobody-here/c.jsonl"}},
+     "'~nobody-here/c.jsonl': cannot find the home folder '~' refers to"),
+    ({"outputs": "out\0put"}, "outputs: must not contain a NUL character"),
+    ({"corpus": {"dataset": "musique", "path": "\0"}}, "corpus.path: must not contain a NUL"),
 ])
 def test_run_bad_input_exits_2_with_one_message(project, capsys, sections, message):
     spec = write_spec(project, **sections)
@@ -148,7 +158,8 @@ def test_a_spec_that_would_crash_run_is_refused_by_validate(project, capsys, tex
     ("tiny", "pyproject.toml", "{root}/pyproject.toml is a file, not a folder"),
     ("tiny", "pyproject.toml/runs", "{root}/pyproject.toml is a file, not a folder"),
     ("corpus.jsonl", ".", "{root}/corpus.jsonl is a file, not a folder"),
-    ("tiny", "o" * 300, "File name too long"),
+    ("tiny", "o" * 300, f"'{'o' * 19}…' is longer than a file name may be (255 bytes)"),
+    ("tiny", f"new/{'o' * 300}", f"'{'o' * 19}…' is longer than a file name may be (255 bytes)"),
 ])
 def test_outputs_that_cannot_be_a_folder_exits_2_before_any_work(project, capsys, name, outputs,
                                                                   problem):

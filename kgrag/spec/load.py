@@ -370,9 +370,7 @@ def _describe(error: ValidationError) -> str:
     """Translate one validator error (other than unknown and missing keys) into words."""
     keyword, expected, value = error.validator, error.validator_value, error.instance
     if keyword == "type":
-        if _unusable_number(value) and "number" in _type_names(error.schema):
-            return _not_finite(value)
-        return f"expected {_expected_types(error.schema)}, got {_show(value)}"
+        return _type_message(error.schema, value)
     if keyword == "enum":
         return _enum_message(expected, value)
     if keyword in _BOUND_SYMBOLS:
@@ -393,6 +391,16 @@ def _describe(error: ValidationError) -> str:
             return f"a sweep runs each value once; {repeated}"
         return f"items must be unique; {repeated}"
     return error.message
+
+
+def _type_message(schema: dict[str, Any], value: Any) -> str:
+    """Say what type was expected, or why a value of an allowed type is refused."""
+    names = _type_names(schema)
+    if "number" in names and _unusable_number(value):
+        return _not_finite(value)
+    if "string" in names and isinstance(value, str):  # only a NUL fails the string type
+        return "must not contain a NUL character (\\0)"
+    return f"expected {_expected_types(schema)}, got {_show(value)}"
 
 
 def _is_numeric(value: Any) -> bool:

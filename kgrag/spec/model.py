@@ -17,6 +17,9 @@ from typing import Any
 
 from kgrag.errors import KgragError
 
+NAME_MAX = 255
+"""Bytes in one file or folder name on the file systems kgrag runs on (ext4, XFS, APFS)."""
+
 
 def freeze(obj: Any) -> Any:
     """Return a deeply read-only copy: dicts become mapping proxies, lists tuples."""
@@ -112,7 +115,13 @@ class Spec:
         Specs name their data relative to themselves so a project can be moved
         or checked out anywhere; absolute paths and ``~`` are honoured.
         """
-        return (self.path.parent / Path(relative).expanduser()).resolve()
+        try:
+            expanded = Path(relative).expanduser()
+        except RuntimeError:  # ~user of no known user, or ~ without a home
+            raise KgragError(
+                f"{self.path}: {str(relative)!r}: cannot find the home folder '~' refers to"
+            ) from None
+        return (self.path.parent / expanded).resolve()
 
     @property
     def output_dir(self) -> Path:
@@ -148,8 +157,12 @@ class Spec:
 
 def _folder_problem(root: Path, target: Path) -> str | None:
     """Why ``target`` (under the folder ``root``) cannot be or become a folder, if it cannot."""
+    parts = target.relative_to(root).parts
+    for part in parts:  # checked here: the system says so only once the folders above exist
+        if len(os.fsencode(part)) > NAME_MAX:
+            return f"{_quote(part)} is longer than a file name may be ({NAME_MAX} bytes)"
     path = root
-    for part in target.relative_to(root).parts:
+    for part in parts:
         path = path / part
         try:
             if not stat.S_ISDIR(path.stat().st_mode):
@@ -159,6 +172,11 @@ def _folder_problem(root: Path, target: Path) -> str | None:
         except OSError as exc:
             return exc.strerror
     return None
+
+
+def _quote(name: str) -> str:
+    """A name for a message, shortened: it may be thousands of characters long."""
+    return f"'{name}'" if len(name) <= 20 else f"'{name[:19]}…'"
 
 
 def default_cache_dir() -> Path:

@@ -47,15 +47,22 @@ def _is_finite_number(_checker: object, instance: object) -> bool:
         return False
 
 
+def _is_text(_checker: object, instance: object) -> bool:
+    """Accept strings without a NUL character (a ``"\\0"`` escape in YAML): no spec
+    value needs one, and in a path it fails the system call with a ValueError."""
+    return isinstance(instance, str) and "\0" not in instance
+
+
 SpecValidator = validators.extend(
     Draft202012Validator,
     type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many({
         "integer": _is_strict_integer,
         "number": _is_finite_number,
+        "string": _is_text,
     }),
 )
-"""Draft 2020-12 validation, except that ``integer`` means a Python int and
-``number`` a finite one."""
+"""Draft 2020-12 validation, except that ``integer`` means a Python int, ``number``
+a finite one and ``string`` one without NUL."""
 
 VALIDATOR = SpecValidator(SCHEMA)
 """The validator for whole spec documents."""

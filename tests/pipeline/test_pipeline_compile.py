@@ -8,6 +8,7 @@ from kgrag import api
 from kgrag.errors import KgragError
 from kgrag.pipeline.artefacts import TEMP_PREFIX
 from kgrag.pipeline.compile import label, variants
+from kgrag.spec.model import NAME_MAX
 from kgrag.spec.schema import SCHEMA
 from tests.conftest import write_spec
 
@@ -112,7 +113,7 @@ def test_a_hierarchy_build_is_four_steps_sharing_extraction_with_a_skeleton(proj
 
 def test_the_longest_names_and_sweep_values_fit_in_a_folder_name(project):
     """Step names become folder names: the schema's caps on names and swept values keep
-    even the longest step's temp folder within the 255 bytes a file name may have."""
+    even the longest step's temp folder within the bytes a file name may have."""
     definitions = SCHEMA["$defs"]
     cap = SCHEMA["properties"]["name"]["maxLength"]
     assert definitions["strategy"]["properties"]["name"]["maxLength"] == cap
@@ -131,4 +132,4 @@ def test_the_longest_names_and_sweep_values_fit_in_a_folder_name(project):
     pid_max = 4194304  # Linux's largest process id, in the temp folder's name
     longest = max(len(f"{TEMP_PREFIX}{session.artefact(step.name).name}-{pid_max}")
                   for step in session.plan.steps)
-    assert longest <= 255
+    assert longest <= NAME_MAX

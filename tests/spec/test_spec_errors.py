@@ -517,3 +517,11 @@ def test_names_that_become_folder_names_are_capped(
 def test_a_sweep_may_not_repeat_a_value(tmp_path: Path, extra: str, message: str) -> None:
     path = write(tmp_path, VALID_HEAD, extra)
     assert check_spec(path) == [f"{path}:6: {message}"]
+
+
+def test_a_nul_character_written_as_an_escape_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, 'description: "a\\0b"\noutputs: "\\x00"\n')
+    assert check_spec(path) == [
+        f"{path}:5: description: must not contain a NUL character (\\0)",
+        f"{path}:6: outputs: must not contain a NUL character (\\0)",
+    ]
