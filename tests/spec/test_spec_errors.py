@@ -418,7 +418,10 @@ def test_bytes_that_are_not_text_are_named_with_their_offset(
             "models:\n  llm:\n    temperature: .inf\n",
             "models.llm.temperature: must be a finite number, got .inf",
         ),
-        ("models:\n  llm:\n    top_p: .nan\n", "models.llm.top_p: must be a finite number, got .nan"),
+        (
+            "models:\n  llm:\n    top_p: .nan\n",
+            "models.llm.top_p: must be a finite number, got .nan",
+        ),
         (
             "models:\n  llm:\n    temperature: 1.0e+400\n",
             "models.llm.temperature: must be a finite number, got .inf",
