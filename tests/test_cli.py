@@ -30,6 +30,16 @@ def test_validate_ok_and_typo(project, capsys):
     ({"models": {"llm": {"model": "llama-70b"}}}, "unknown LLM 'llama-70b'"),
     ({"models": {"llm": {"model": "../nothing.gguf"}}}, "not an existing .gguf file"),
     ({"outputs": "../../elsewhere"}, "escapes the project"),
+    ({"corpus": {"dataset": "musique", "path": "c" * 300}},
+     "corpus path cannot be read: File name too long"),
+    ({"models": {"llm": {"model": "m" * 300}}}, "not an existing .gguf file"),
+    ({"models": {"embedder": {"model": "m" * 300}}}, "not a sentence-transformers model folder"),
+    ({"extraction": {"model": "~nobody-here/m.gguf"}},
+     "'~nobody-here/m.gguf': cannot find the home folder '~' refers to"),
+    ({"corpus": {"dataset": "musique", "path": "~nobody-here/c.jsonl"}},
+     "'~nobody-here/c.jsonl': cannot find the home folder '~' refers to"),
+    ({"outputs": "out\0put"}, "outputs: must not contain a NUL character"),
+    ({"corpus": {"dataset": "musique", "path": "\0"}}, "corpus.path: must not contain a NUL"),
 ])
 def test_run_bad_input_exits_2_with_one_message(project, capsys, sections, message):
     spec = write_spec(project, **sections)
@@ -103,3 +113,61 @@ def test_a_budget_too_small_for_any_chunk_exits_2_and_keeps_the_index(project, c
     run_dir = project / "outputs" / "tiny"
     built = {p.name.rsplit("-", 1)[0] for p in run_dir.iterdir() if p.is_dir()}
     assert built == {"corpus", "chunks", "dense"}  # completed steps stay for the next run
+
+
+@pytest.mark.parametrize("text, problem", [
+    (b"name: bad\ncorpus: {dataset: musique, path: x.jsonl}\nk\xe9y: 1\n",
+     "bad.yaml:3: not UTF-8 text (byte 0xe9 at offset 53)"),
+    (b"name: bad\ncorpus: {dataset: musique, path: x.jsonl}\ndescription: a\x00b\n",
+     "bad.yaml:3: not plain text (byte 0x00 at offset 66)"),
+])
+def test_validate_names_a_byte_that_is_not_text(project, capsys, text, problem):
+    spec = project / "specs" / "bad.yaml"
+    spec.write_bytes(text)
+    code, _, err = run_cli(capsys, "validate", str(spec))
+    assert code == 2 and problem in err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+    code, _, err = run_cli(capsys, "run", str(spec), "--dry-run")
+    assert code == 2 and err.startswith("kgrag: error:") and problem in err
+
+
+BAD_HEAD = "name: bad\ncorpus: {dataset: musique, path: ../corpus.jsonl}\n"
+
+
+@pytest.mark.parametrize("text, problem", [
+    (f"name: {'n' * 300}\n{BAD_HEAD[10:]}", "1: name: must be at most 64 characters long, got 300"),
+    (BAD_HEAD + "models: {llm: {temperature: .nan}}\n",
+     "3: models.llm.temperature: must be a finite number, got .nan"),
+    (BAD_HEAD + "models: {llm: {temperature: .inf}}\n",
+     "3: models.llm.temperature: must be a finite number, got .inf"),
+    (BAD_HEAD + "models: {llm: {top_p: .nan}}\n",
+     "3: models.llm.top_p: must be a finite number, got .nan"),
+    (BAD_HEAD + "query: [{name: q, strategy: naive, budget_tokens: [1000, 1000]}]\n",
+     "3: query[0].budget_tokens: a sweep runs each value once; 1000 is listed more than once"),
+])
+def test_a_spec_that_would_crash_run_is_refused_by_validate(project, capsys, text, problem):
+    spec = project / "specs" / "bad.yaml"
+    spec.write_text(text)
+    code, _, err = run_cli(capsys, "validate", str(spec))
+    assert (code, err) == (2, f"{spec}:{problem}\n")
+    code, _, err = run_cli(capsys, "run", str(spec), "--dry-run")
+    assert (code, err) == (2, f"kgrag: error: {spec}:{problem}\n")
+
+
+@pytest.mark.parametrize("name, outputs, problem", [
+    ("tiny", "pyproject.toml", "{root}/pyproject.toml is a file, not a folder"),
+    ("tiny", "pyproject.toml/runs", "{root}/pyproject.toml is a file, not a folder"),
+    ("corpus.jsonl", ".", "{root}/corpus.jsonl is a file, not a folder"),
+    ("tiny", "o" * 300, f"'{'o' * 19}…' is longer than a file name may be (255 bytes)"),
+    ("tiny", f"new/{'o' * 300}", f"'{'o' * 19}…' is longer than a file name may be (255 bytes)"),
+])
+def test_outputs_that_cannot_be_a_folder_exits_2_before_any_work(project, capsys, name, outputs,
+                                                                  problem):
+    spec = write_spec(project, name=name, outputs=outputs)
+    root = project.resolve()
+    before = sorted(root.rglob("*"))
+    for argv in (["run", str(spec), "--dry-run"], ["run", str(spec)]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and err.startswith(f"kgrag: error: {spec}: cannot make the run folder ")
+        assert err.endswith(f": {problem.format(root=root)}\n") and len(err.splitlines()) == 1
+    assert sorted(root.rglob("*")) == before

@@ -68,7 +68,7 @@ def resolve_llm(name: str, base_dir: Path | None = None) -> ResolvedModel:
         path = BUNDLED_LLMS[name]()
         return ResolvedModel(name, "llm", path, file_sha256(path), True)
     path = _local_path(name, base_dir)
-    if not path.is_file() or path.suffix.lower() != ".gguf":
+    if not _is_file(path) or path.suffix.lower() != ".gguf":
         raise KgragError(
             f"unknown LLM {name!r}: not a bundled model ({', '.join(BUNDLED_LLMS)}) "
             f"and not an existing .gguf file ({path})")
@@ -81,7 +81,7 @@ def resolve_embedder(name: str, base_dir: Path | None = None) -> ResolvedModel:
         path = BUNDLED_EMBEDDERS[name]()
         return ResolvedModel(name, "embedder", path, folder_sha256(path), True)
     path = _local_path(name, base_dir)
-    if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
+    if not _is_file(path / "config.json") and not _is_file(path / "modules.json"):
         raise KgragError(
             f"unknown embedder {name!r}: not a bundled model ({', '.join(BUNDLED_EMBEDDERS)}) "
             f"and not a sentence-transformers model folder ({path})")
@@ -89,8 +89,20 @@ def resolve_embedder(name: str, base_dir: Path | None = None) -> ResolvedModel:
 
 
 def _local_path(name: str, base_dir: Path | None) -> Path:
-    path = Path(name).expanduser()
+    try:
+        path = Path(name).expanduser()
+    except RuntimeError:  # ~user of no known user, or ~ without a home
+        raise KgragError(f"{name!r}: cannot find the home folder '~' refers to") from None
     return path if path.is_absolute() or base_dir is None else (base_dir / path).resolve()
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, but false where the system refuses the name (too long, say),
+    so a model name that is no file gets the same message however it fails."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def file_sha256(path: Path) -> str:

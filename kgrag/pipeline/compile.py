@@ -40,10 +40,13 @@ def label(name: str, chosen: dict[str, Any]) -> str:
 
 
 def _source_sha256(path: Path) -> str:
-    if path.is_file():
-        return file_sha256(path)
-    if path.is_dir():
-        return folder_sha256(path)
+    try:
+        if path.is_file():
+            return file_sha256(path)
+        if path.is_dir():
+            return folder_sha256(path)
+    except OSError as exc:  # a name too long, a folder we may not read
+        raise KgragError(f"corpus path cannot be read: {exc.strerror}: {path}") from None
     raise KgragError(f"corpus path does not exist: {path}")
 
 

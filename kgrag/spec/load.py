@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,6 +154,10 @@ def _read(path: Path) -> _Document:
     except OSError as exc:
         document.fatal.append(f"{path}: cannot read the spec file: {exc.strerror}")
         return document
+    unreadable = _not_text(path, document.raw)
+    if unreadable:
+        document.fatal.append(unreadable)
+        return document
 
     loader = _SpecLoader(document.raw)
     try:
@@ -189,6 +194,29 @@ def _read(path: Path) -> _Document:
     finally:
         loader.dispose()
     return document
+
+
+def _not_text(path: Path, raw: bytes) -> str | None:
+    """Say where the file stops being text, or ``None`` when YAML can read all of it.
+
+    PyYAML reports a bad byte as a traceback with a character position; users need
+    the byte, its offset and its line to find it in an editor. A spec is UTF-8 (a
+    leading byte-order mark is fine) without the control characters YAML refuses.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+    found = _SpecLoader.NON_PRINTABLE.search(text)
+    if found is None:
+        return None
+    code = ord(found.group())
+    what = f"byte 0x{code:02x}" if code < 0x80 else f"character U+{code:04X}"
+    offset = len(text[: found.start()].encode())
+    line = text.count("\n", 0, found.start()) + 1
+    return (f"{path}:{line}: not plain text ({what} at offset {offset}); "
+            "a spec may hold no control characters")
 
 
 def _syntax_message(path: Path, exc: yaml.MarkedYAMLError, last_line: int) -> str:
@@ -342,7 +370,7 @@ def _describe(error: ValidationError) -> str:
     """Translate one validator error (other than unknown and missing keys) into words."""
     keyword, expected, value = error.validator, error.validator_value, error.instance
     if keyword == "type":
-        return f"expected {_expected_types(error.schema)}, got {_show(value)}"
+        return _type_message(error.schema, value)
     if keyword == "enum":
         return _enum_message(expected, value)
     if keyword in _BOUND_SYMBOLS:
@@ -353,17 +381,60 @@ def _describe(error: ValidationError) -> str:
         if expected == 1:
             return "must not be empty"
         return f"must be at least {expected} characters long, got {_quote(value)}"
+    if keyword == "maxLength":  # the value itself may be megabytes long: give its length
+        return f"must be at most {expected} characters long, got {len(value)}"
     if keyword == "minItems":
         return f"must list at least {expected} item(s), got {len(value)}"
     if keyword == "uniqueItems":
-        return f"items must be unique; {_first_repeat(value)} is listed more than once"
+        repeated = f"{_first_repeat(value)} is listed more than once"
+        if _is_sweep(error.schema):  # a repeated value would compile to the same step twice
+            return f"a sweep runs each value once; {repeated}"
+        return f"items must be unique; {repeated}"
     return error.message
+
+
+def _type_message(schema: dict[str, Any], value: Any) -> str:
+    """Say what type was expected, or why a value of an allowed type is refused."""
+    names = _type_names(schema)
+    if "number" in names and _unusable_number(value):
+        return _not_finite(value)
+    if "string" in names and isinstance(value, str):  # only a NUL fails the string type
+        return "must not contain a NUL character (\\0)"
+    return f"expected {_expected_types(schema)}, got {_show(value)}"
+
+
+def _is_numeric(value: Any) -> bool:
+    """An int or float as Python sees it; YAML's ``true`` is a bool, not a number."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _unusable_number(value: Any) -> bool:
+    """A number the schema's ``number`` type refuses: NaN, ±inf, or an int past any float."""
+    return _is_numeric(value) and not VALIDATOR.is_type(value, "number")
+
+
+def _not_finite(value: float) -> str:
+    """Say why a number that looks fine to YAML is refused."""
+    if isinstance(value, float):
+        return f"must be a finite number, got {_show(value)}"
+    return f"is too large for a number (the limit is about 1.8e308), got {_show(value)}"
+
+
+def _type_names(schema: dict[str, Any]) -> list[str]:
+    """The ``type`` keyword of a schema as a list."""
+    types = schema.get("type")
+    return types if isinstance(types, list) else [types]
+
+
+def _is_sweep(schema: dict[str, Any]) -> bool:
+    """A sweepable parameter takes one value or a list of them (``[integer, array]``)."""
+    names = _type_names(schema)
+    return len(names) == 2 and "array" in names
 
 
 def _expected_types(schema: dict[str, Any]) -> str:
     """Describe the allowed types, with the numeric bounds the schema sets."""
-    types = schema.get("type")
-    names = types if isinstance(types, list) else [types]
+    names = _type_names(schema)
     bounds = [
         f"{symbol} {schema[keyword]}"
         for keyword, symbol in _BOUND_SYMBOLS.items()
@@ -375,7 +446,7 @@ def _expected_types(schema: dict[str, Any]) -> str:
         if name in ("integer", "number") and bounds:
             word += " " + " and ".join(bounds)
         words.append(word)
-    if len(names) == 2 and "array" in names:  # a sweepable parameter: value or list of values
+    if _is_sweep(schema):
         return f"{words[names.index('array') - 1]} or a list of them (a sweep)"
     return " or ".join(words)
 
@@ -394,10 +465,13 @@ def _enum_message(options: list[Any], value: Any) -> str:
 
 
 def _first_repeat(items: list[Any]) -> str:
-    """The first item that occurs twice, shown for the message."""
-    seen: set[str] = set()
+    """The first item that occurs twice, shown for the message.
+
+    Numbers compare by value, as JSON Schema compares them: ``1.0`` repeats ``1``.
+    """
+    seen: set[Any] = set()
     for item in items:
-        key = json.dumps(item, sort_keys=True, default=str)
+        key = item if _is_numeric(item) else json.dumps(item, sort_keys=True, default=str)
         if key in seen:
             return _quote(item)
         seen.add(key)
@@ -444,6 +518,8 @@ def _semantic_problems(data: dict[str, Any], lines: dict[KeyPath, int]) -> Itera
 
 def _show(value: Any) -> str:
     """Show a value as YAML/JSON would write it, shortened if long."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
 

@@ -8,6 +8,7 @@ stage (or a cache key) relies on.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,9 @@ from types import MappingProxyType
 from typing import Any
 
 from kgrag.errors import KgragError
+
+NAME_MAX = 255
+"""Bytes in one file or folder name on the file systems kgrag runs on (ext4, XFS, APFS)."""
 
 
 def freeze(obj: Any) -> Any:
@@ -111,14 +115,22 @@ class Spec:
         Specs name their data relative to themselves so a project can be moved
         or checked out anywhere; absolute paths and ``~`` are honoured.
         """
-        return (self.path.parent / Path(relative).expanduser()).resolve()
+        try:
+            expanded = Path(relative).expanduser()
+        except RuntimeError:  # ~user of no known user, or ~ without a home
+            raise KgragError(
+                f"{self.path}: {str(relative)!r}: cannot find the home folder '~' refers to"
+            ) from None
+        return (self.path.parent / expanded).resolve()
 
     @property
     def output_dir(self) -> Path:
-        """``<root>/<outputs>/<name>``; refuses a location outside the project.
+        """``<root>/<outputs>/<name>``; refuses a location outside the project, or
+        one that cannot be a folder.
 
         Runs write and replace files there, so a typo like ``../../`` must not
-        let them land in (or overwrite) somebody else's folder.
+        let them land in (or overwrite) somebody else's folder; and a file in the
+        way must stop a run before its first step, not when that step is saved.
         """
         root = self.root.resolve()
         target = (root / self.data["outputs"] / self.name).resolve()
@@ -127,6 +139,9 @@ class Spec:
                 f"{self.path}: outputs path escapes the project: "
                 f"{self.data['outputs']!r} leads to {target}, which is outside {root}"
             )
+        problem = _folder_problem(root, target)
+        if problem:
+            raise KgragError(f"{self.path}: cannot make the run folder {target}: {problem}")
         return target
 
     @property
@@ -138,6 +153,30 @@ class Spec:
         """
         configured = self.data["cache"]["dir"]
         return self.resolve(configured) if configured else default_cache_dir()
+
+
+def _folder_problem(root: Path, target: Path) -> str | None:
+    """Why ``target`` (under the folder ``root``) cannot be or become a folder, if it cannot."""
+    parts = target.relative_to(root).parts
+    for part in parts:  # checked here: the system says so only once the folders above exist
+        if len(os.fsencode(part)) > NAME_MAX:
+            return f"{_quote(part)} is longer than a file name may be ({NAME_MAX} bytes)"
+    path = root
+    for part in parts:
+        path = path / part
+        try:
+            if not stat.S_ISDIR(path.stat().st_mode):
+                return f"{path} is a file, not a folder"
+        except FileNotFoundError:
+            return None  # the run makes the rest
+        except OSError as exc:
+            return exc.strerror
+    return None
+
+
+def _quote(name: str) -> str:
+    """A name for a message, shortened: it may be thousands of characters long."""
+    return f"'{name}'" if len(name) <= 20 else f"'{name[:19]}…'"
 
 
 def default_cache_dir() -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,37 @@ def _is_strict_integer(_checker: object, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
+def _is_finite_number(_checker: object, instance: object) -> bool:
+    """Accept ints and floats a float can hold, and nothing else.
+
+    ``.nan`` passes every bound (it compares false with everything) and ``.inf``
+    passes every lower one; either would fail far from the spec, in the plan's
+    JSON fingerprints or in llama.cpp, as would an int too large for a float.
+    """
+    if isinstance(instance, bool) or not isinstance(instance, (int, float)):
+        return False
+    try:
+        return math.isfinite(instance)
+    except OverflowError:  # an int past the largest float
+        return False
+
+
+def _is_text(_checker: object, instance: object) -> bool:
+    """Accept strings without a NUL character (a ``"\\0"`` escape in YAML): no spec
+    value needs one, and in a path it fails the system call with a ValueError."""
+    return isinstance(instance, str) and "\0" not in instance
+
+
 SpecValidator = validators.extend(
     Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer),
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many({
+        "integer": _is_strict_integer,
+        "number": _is_finite_number,
+        "string": _is_text,
+    }),
 )
-"""Draft 2020-12 validation, except that ``integer`` means a Python int."""
+"""Draft 2020-12 validation, except that ``integer`` means a Python int, ``number``
+a finite one and ``string`` one without NUL."""
 
 VALIDATOR = SpecValidator(SCHEMA)
 """The validator for whole spec documents."""

@@ -6,7 +6,10 @@ import pytest
 
 from kgrag import api
 from kgrag.errors import KgragError
+from kgrag.pipeline.artefacts import TEMP_PREFIX
 from kgrag.pipeline.compile import label, variants
+from kgrag.spec.model import NAME_MAX
+from kgrag.spec.schema import SCHEMA
 from tests.conftest import write_spec
 
 GRAPHS = [{"name": "skel", "kind": "skeleton", "beta": [0.2, 1.0]},
@@ -106,3 +109,27 @@ def test_a_hierarchy_build_is_four_steps_sharing_extraction_with_a_skeleton(proj
     assert "llm" in plan["retrieve.hug"].config and "llm" not in plan["retrieve.flat"].config
     assert set(plan["retrieve.flat"].inputs) == {"corpus", "chunks", "hierarchy", "dense"}
     assert plan["evaluate"].inputs["graph.hug"] == "hierarchy.h"
+
+
+def test_the_longest_names_and_sweep_values_fit_in_a_folder_name(project):
+    """Step names become folder names: the schema's caps on names and swept values keep
+    even the longest step's temp folder within the bytes a file name may have."""
+    definitions = SCHEMA["$defs"]
+    cap = SCHEMA["properties"]["name"]["maxLength"]
+    assert definitions["strategy"]["properties"]["name"]["maxLength"] == cap
+    assert definitions["graph"]["properties"]["name"]["maxLength"] == cap
+    knn_k = definitions["graph"]["properties"]["knn_k"]["items"]["maximum"]
+    budget = definitions["strategy"]["properties"]["budget_tokens"]["items"]["maximum"]
+    tiny = 2.2250738585072014e-308  # no float in [0, 1] has a longer repr
+    skeleton, bipartite, strategy = "s" * cap, "b" * cap, "q" * cap
+    spec = write_spec(project, name="r" * cap, graphs=[
+        {"name": skeleton, "kind": "skeleton", "beta": [tiny, 1], "knn_k": [2, knn_k]},
+        {"name": bipartite, "kind": "bipartite", "tau": [0, 6]},
+        {"name": "h" * cap, "kind": "hierarchy"}],
+        query=[{"name": strategy, "strategy": "ket", "skeleton": skeleton,
+                "bipartite": bipartite, "theta": [tiny, 1], "budget_tokens": [1, budget]}])
+    session = api.open_session(spec)
+    pid_max = 4194304  # Linux's largest process id, in the temp folder's name
+    longest = max(len(f"{TEMP_PREFIX}{session.artefact(step.name).name}-{pid_max}")
+                  for step in session.plan.steps)
+    assert longest <= NAME_MAX

@@ -30,6 +30,12 @@ def test_valid_spec_has_no_messages(tmp_path: Path) -> None:
     assert check_spec(write(tmp_path, VALID_HEAD)) == []
 
 
+def test_utf8_byte_order_mark_is_fine(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + VALID_HEAD.encode())
+    assert check_spec(path) == []
+
+
 def test_top_level_typo_suggests_key_on_its_line(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "chunkng:\n  size: 128\n")
     assert check_spec(path) == [
@@ -74,7 +80,7 @@ def test_wrong_type_message_names_type_minimum_and_value(tmp_path: Path) -> None
         """,
     )
     assert check_spec(path) == [
-        f'{path}:10: query[1].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "lots"'
+        f'{path}:10: query[1].budget_tokens: expected integer ≥ 1 and ≤ 1000000 or a list of them (a sweep), got "lots"'
     ]
 
 
@@ -133,6 +139,11 @@ def test_missing_required_keys(tmp_path: Path) -> None:
         ),
         ("models:\n  llm:\n    top_p: 0\n", 7, "models.llm.top_p: must be > 0, got 0"),
         ("query: []\n", 5, "query: must list at least 1 item(s), got 0"),
+        (
+            "query:\n  - {name: q, strategy: naive, budget_tokens: [1, 2000000]}\n",
+            6,
+            "query[0].budget_tokens[1]: must be ≤ 1000000, got 2000000",
+        ),
         (
             "evaluate:\n  metrics: [em, f1, em]\n",
             6,
@@ -337,7 +348,7 @@ def test_all_errors_reported_together_sorted_by_line(tmp_path: Path) -> None:
             f"{path}:4: corpus.dataset: expected one of musique, hotpotqa, 2wiki, holisqa, jsonl, text; "
             "got 'musiqe' (did you mean 'musique'?)"
         ),
-        f'{path}:9: query[0].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "lots"',
+        f'{path}:9: query[0].budget_tokens: expected integer ≥ 1 and ≤ 1000000 or a list of them (a sweep), got "lots"',
         f"{path}:11: chunking.size: must be ≥ 16, got 8",
     ]
     with pytest.raises(KgragError) as raised:
@@ -361,5 +372,159 @@ def test_merge_keys_work_and_own_keys_win(tmp_path: Path) -> None:
         """,
     )
     assert check_spec(path) == [
-        f'{path}:12: query[1].budget_tokens: expected integer ≥ 1 or a list of them (a sweep), got "many"'
+        f'{path}:12: query[1].budget_tokens: expected integer ≥ 1 and ≤ 1000000 or a list of them (a sweep), got "many"'
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        (b"name: demo\ncaf\xe9: 1\n", 2, "not UTF-8 text (byte 0xe9 at offset 14)"),
+        (b"name: demo\ndescription: caf\xe9\n", 2, "not UTF-8 text (byte 0xe9 at offset 27)"),
+        (b"\xff\xfename: demo\n", 1, "not UTF-8 text (byte 0xff at offset 0)"),
+        (
+            b"name: demo\ndescription: a\x00b\n",
+            2,
+            "not plain text (byte 0x00 at offset 25); a spec may hold no control characters",
+        ),
+        (
+            "name: demo\ndescription: \ufffe\n".encode(),
+            2,
+            (
+                "not plain text (character U+FFFE at offset 24); "
+                "a spec may hold no control characters"
+            ),
+        ),
+    ],
+)
+def test_bytes_that_are_not_text_are_named_with_their_offset(
+    tmp_path: Path, text: bytes, line: int, problem: str
+) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(text)
+    assert check_spec(path) == [f"{path}:{line}: {problem}"]
+    with pytest.raises(KgragError, match="at offset"):
+        load_spec(path)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            "models:\n  llm:\n    temperature: .nan\n",
+            "models.llm.temperature: must be a finite number, got .nan",
+        ),
+        (
+            "models:\n  llm:\n    temperature: .inf\n",
+            "models.llm.temperature: must be a finite number, got .inf",
+        ),
+        (
+            "models:\n  llm:\n    top_p: .nan\n",
+            "models.llm.top_p: must be a finite number, got .nan",
+        ),
+        (
+            "models:\n  llm:\n    temperature: 1.0e+400\n",
+            "models.llm.temperature: must be a finite number, got .inf",
+        ),
+        (
+            f"models:\n  llm:\n    temperature: {10**400}\n",
+            (
+                "models.llm.temperature: is too large for a number "
+                f"(the limit is about 1.8e308), got {str(10**400)[:59]}…"
+            ),
+        ),
+        (
+            "graphs:\n  - {name: h, kind: hierarchy, gate_min_similarity: -.inf}\n",
+            "graphs[0].gate_min_similarity: must be a finite number, got -.inf",
+        ),
+        (
+            "graphs:\n  - {name: s, kind: skeleton, beta: [0.5, .nan]}\n",
+            "graphs[0].beta[1]: must be a finite number, got .nan",
+        ),
+        (
+            "query:\n  - {name: q, strategy: naive, budget_tokens: .inf}\n",
+            (
+                "query[0].budget_tokens: expected integer ≥ 1 and ≤ 1000000 "
+                "or a list of them (a sweep), got .inf"
+            ),
+        ),
+    ],
+)
+def test_non_finite_numbers_are_refused_wherever_a_number_is_allowed(
+    tmp_path: Path, extra: str, message: str
+) -> None:
+    path = write(tmp_path, VALID_HEAD, extra)
+    line = 4 + extra.count("\n")  # the last line of the extra part
+    assert check_spec(path) == [f"{path}:{line}: {message}"]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (
+            VALID_HEAD.replace("demo", "n" * 300),
+            1,
+            "name: must be at most 64 characters long, got 300",
+        ),
+        (
+            VALID_HEAD.replace("demo", "n" * 5_000_000),
+            1,
+            "name: must be at most 64 characters long, got 5000000",
+        ),
+        (
+            VALID_HEAD + f"query:\n  - {{name: {'q' * 65}, strategy: naive}}\n",
+            6,
+            "query[0].name: must be at most 64 characters long, got 65",
+        ),
+        (
+            VALID_HEAD + f"graphs:\n  - {{name: {'g' * 65}, kind: bipartite}}\n",
+            6,
+            "graphs[0].name: must be at most 64 characters long, got 65",
+        ),
+    ],
+    ids=["run-300", "run-5MB", "strategy", "graph"],
+)
+def test_names_that_become_folder_names_are_capped(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
+    path = write(tmp_path, text)
+    assert check_spec(path) == [f"{path}:{line}: {message}"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            "query:\n  - {name: q, strategy: naive, budget_tokens: [1000, 1000]}\n",
+            "query[0].budget_tokens: a sweep runs each value once; 1000 is listed more than once",
+        ),
+        (
+            "query:\n  - {name: q, strategy: ket, theta: [0, 1, 1.0]}\n",
+            "query[0].theta: a sweep runs each value once; 1.0 is listed more than once",
+        ),
+        (
+            "graphs:\n  - {name: s, kind: skeleton, beta: [0.2, 0.8, 0.2]}\n",
+            "graphs[0].beta: a sweep runs each value once; 0.2 is listed more than once",
+        ),
+        (
+            "graphs:\n  - {name: s, kind: skeleton, knn_k: [4, 4]}\n",
+            "graphs[0].knn_k: a sweep runs each value once; 4 is listed more than once",
+        ),
+        (
+            "graphs:\n  - {name: b, kind: bipartite, tau: [1, 1]}\n",
+            "graphs[0].tau: a sweep runs each value once; 1 is listed more than once",
+        ),
+    ],
+    ids=["budget_tokens", "theta", "beta", "knn_k", "tau"],
+)
+def test_a_sweep_may_not_repeat_a_value(tmp_path: Path, extra: str, message: str) -> None:
+    path = write(tmp_path, VALID_HEAD, extra)
+    assert check_spec(path) == [f"{path}:6: {message}"]
+
+
+def test_a_nul_character_written_as_an_escape_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, 'description: "a\\0b"\noutputs: "\\x00"\n')
+    assert check_spec(path) == [
+        f"{path}:5: description: must not contain a NUL character (\\0)",
+        f"{path}:6: outputs: must not contain a NUL character (\\0)",
     ]
