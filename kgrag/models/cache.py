@@ -12,6 +12,12 @@ Callers build the ``request`` dict accordingly; this module only hashes it.
 
 Entries are JSON with their own checksum, so a truncated or tampered entry is
 detected, reported once and treated as a miss (then overwritten).
+
+Several processes may share one cache (two specs run side by side over one corpus).
+``get_or_compute`` claims a key before computing it, so a second process asking for a
+call another is computing waits for that result instead of paying for it again. A
+claim names its process; one whose process is gone (killed mid-call) or that is older
+than ``CLAIM_TTL_S`` (a process on another host) is stale and taken over.
 """
 
 from __future__ import annotations
@@ -19,16 +25,23 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import socket
 import sqlite3
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import diskcache
+import psutil
 
 from kgrag.errors import KgragError
 
 CACHE_FORMAT = 1
+CLAIM_TTL_S = 3600.0  # far longer than one model call; bounds a claim no pid check can clear
+CLAIM_POLL_S = 0.2
 log = logging.getLogger(__name__)
 
 
@@ -72,6 +85,37 @@ class CallCache:
         payload = None if raw is None else self._decode(key, raw)
         self._count(model, "hits" if payload is not None else "misses")
         return payload
+
+    def get_or_compute(self, key: str, model: str, compute: Callable[[], dict[str, Any]]
+                       ) -> tuple[dict[str, Any], bool]:
+        """The payload for ``key`` and whether this call computed it.
+
+        A hit returns at once. On a miss this process claims the key and computes it;
+        if another live process holds the claim, this one sleeps (no CPU) until that
+        result is stored, and counts it as a hit.
+        """
+        claim = f"claim:{key}"
+        while True:
+            raw = self._cache.get(key)
+            payload = None if raw is None else self._decode(key, raw)
+            if payload is not None:
+                self._count(model, "hits")
+                return payload, False
+            if self._cache.add(claim, _holder(), expire=CLAIM_TTL_S):
+                try:
+                    payload = compute()
+                    self.set(key, payload)
+                finally:
+                    self._cache.delete(claim)
+                self._count(model, "misses")
+                return payload, True
+            holder = self._cache.get(claim)
+            if holder is not None and not _alive(holder):
+                with self._cache.transact():  # clear it unless another waiter already did
+                    if self._cache.get(claim) == holder:
+                        self._cache.delete(claim)
+                continue
+            time.sleep(CLAIM_POLL_S)
 
     def set(self, key: str, payload: dict[str, Any]) -> None:
         """Store ``payload`` under ``key`` with a checksum."""
@@ -119,6 +163,8 @@ class CallCache:
         by_model: dict[str, dict[str, int]] = {}
         entries = 0
         for key in self._cache.iterkeys():
+            if key.startswith("claim:"):
+                continue
             if key.startswith("stats:"):
                 model, what = key[len("stats:"):].rsplit(":", 1)
                 by_model.setdefault(model, {"hits": 0, "misses": 0})[what] = int(self._cache[key])
@@ -132,3 +178,20 @@ class CallCache:
 
     def close(self) -> None:
         self._cache.close()
+
+
+def _holder() -> dict[str, Any]:
+    """Who claims a key: host, pid and the process's start time (pids are reused)."""
+    return {"host": socket.gethostname(), "pid": os.getpid(),
+            "started": psutil.Process().create_time()}
+
+
+def _alive(holder: dict[str, Any]) -> bool:
+    """Whether a claim's process still runs; a process on another host is assumed to
+    (its claim then expires after ``CLAIM_TTL_S``)."""
+    if holder.get("host") != socket.gethostname():
+        return True
+    try:
+        return psutil.Process(holder["pid"]).create_time() == holder["started"]
+    except (psutil.Error, KeyError):
+        return False

@@ -5,13 +5,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
+from kgrag.models import cache as cache_module
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.llm import CachedLLM, InvalidOutput, LLMSettings
-from tests.conftest import RefusingBackend, ScriptedBackend
+from tests.conftest import REPO, RefusingBackend, ScriptedBackend
 
 SETTINGS = LLMSettings(name="toy", path=Path("/models/toy.gguf"), sha256="ab" * 32)
 PROMPT = [{"role": "user", "content": "Name a colour."}]
@@ -124,3 +131,71 @@ def test_a_damaged_cache_database_is_a_clear_error(tmp_path):
     (folder / "cache.db").write_bytes(b"this is not an sqlite database" * 100)
     with pytest.raises(KgragError, match="is damaged"):
         CallCache(folder)
+
+
+# --- claims: a call another process is computing is waited for, not paid twice ---
+
+TWO_PROCESSES = """
+import json, sys, time
+from pathlib import Path
+from kgrag.models.cache import CallCache
+from kgrag.models.llm import CachedLLM, Completion, LLMSettings
+
+class SlowBackend:
+    calls = 0
+    def generate(self, request):
+        SlowBackend.calls += 1
+        time.sleep(0.6)
+        return Completion("answer " + request["prompt"], 5, 2, cached=False)
+
+settings = LLMSettings(name="toy", path=Path("/models/toy.gguf"), sha256="ab" * 32)
+llm = CachedLLM(settings, CallCache(Path(sys.argv[1])), SlowBackend())
+texts = [llm.complete(f"question {i}", max_tokens=4).text for i in range(4)]
+print(json.dumps({"calls": SlowBackend.calls, "hits": llm.usage.cache_hits, "texts": texts}))
+"""
+
+
+def test_two_processes_on_one_cache_pay_each_call_once(tmp_path):
+    """Was: two runs started together both paid every call (120 misses, 0 hits)."""
+    script = tmp_path / "worker.py"
+    script.write_text(TWO_PROCESSES)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    workers = [subprocess.Popen([sys.executable, str(script), str(tmp_path / "calls")],
+                                stdout=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    results = [json.loads(w.communicate(timeout=120)[0]) for w in workers]
+    assert all(w.returncode == 0 for w in workers)
+    assert sum(r["calls"] for r in results) == 4
+    assert sum(r["hits"] for r in results) == 4
+    assert results[0]["texts"] == results[1]["texts"] == [f"answer question {i}"
+                                                          for i in range(4)]
+
+
+def _holder_of(process: subprocess.Popen) -> dict:
+    return {"host": socket.gethostname(), "pid": process.pid,
+            "started": psutil.Process(process.pid).create_time()}
+
+
+def test_a_call_claimed_by_a_live_process_is_waited_for(cache, monkeypatch):
+    monkeypatch.setattr(cache_module, "CLAIM_POLL_S", 0.05)
+    key = request_key("llm", {"prompt": "slow"})
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        cache._cache.add(f"claim:{key}", _holder_of(other))
+        threading.Timer(0.3, cache.set, (key, {"text": "theirs"})).start()
+        payload, computed = cache.get_or_compute(key, "toy", lambda: {"text": "ours"})
+    finally:
+        other.kill()
+        other.wait()
+    assert (payload, computed) == ({"text": "theirs"}, False)
+
+
+def test_a_claim_left_by_a_killed_process_does_not_block(cache):
+    key = request_key("llm", {"prompt": "orphaned"})
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    holder = _holder_of(dead)
+    dead.wait()
+    cache._cache.add(f"claim:{key}", holder)
+    payload, computed = cache.get_or_compute(key, "toy", lambda: {"text": "ours"})
+    assert (payload, computed) == ({"text": "ours"}, True)
+    assert f"claim:{key}" not in cache._cache  # released after computing
+    assert cache.stats().entries == 1  # claims are not entries
