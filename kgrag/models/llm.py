@@ -7,12 +7,16 @@ wraps ``LlamaCppBackend`` (the model in-process, loaded only on a cache miss).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+import psutil
 
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
@@ -58,9 +62,79 @@ class Completion:
 
 def usable_cores() -> int:
     """The CPU cores this process may run on. llama-cpp-python's own default is half
-    the machine's cores, which on 2 cores leaves one idle (measured: 23% slower
-    extraction)."""
+    the machine's cores, which on 2 cores leaves one idle (23% slower extraction)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# Prompts are evaluated in blocks of this many tokens at fixed positions (0, 64, 128…),
+# and the prefix shared with the previous prompt is reused only up to a block boundary.
+# A prompt then goes through the same batches whether it is the first call of a process
+# or follows a prompt sharing its few-shot prefix, so its output depends on the request
+# alone: llama-cpp-python reuses any common prefix, and the differently split batch that
+# follows changed greedy answers (2 of 30 quickstart prompts).
+PROMPT_BLOCK = 64
+# Cores that others keep this busy still count as free: background noise must not halve
+# llama.cpp's threads, while a test suite or a second run (a whole core) must.
+FREE_CORE_SLACK = 0.25
+
+
+class CpuShare:
+    """How many threads llama.cpp should run for the next call: the cores that other
+    processes left free during the previous one.
+
+    llama.cpp's threads spin-wait for each other at every step of a decode. When
+    another process holds one of the cores, a waiting thread burns its time slice while
+    the thread it waits for is descheduled: a run beside the test suite was about 15x
+    slower, two runs together each at a quarter speed. With one thread per busy core
+    fewer, a decode never waits on a descheduled thread. Measured from the system-wide
+    CPU time less this process's own, over the previous call (or a short first look).
+    """
+
+    def __init__(self, cores: int, first_look_s: float = 0.2) -> None:
+        self.cores = cores
+        self.first_look_s = first_look_s
+        self._proc = psutil.Process()
+        self._mark: tuple[float, float, float] | None = None
+
+    def _sample(self) -> tuple[float, float, float]:
+        system = psutil.cpu_times()
+        busy = sum(system) - system.idle - getattr(system, "iowait", 0.0)
+        own = self._proc.cpu_times()
+        return time.monotonic(), busy, own.user + own.system
+
+    def others_busy(self) -> float:
+        """Cores' worth of CPU time other processes used since the last look."""
+        if self._mark is None:
+            self._mark = self._sample()
+            time.sleep(self.first_look_s)
+        now = self._sample()
+        (t0, busy0, own0), self._mark = self._mark, now
+        wall = max(now[0] - t0, 1e-6)
+        return max(0.0, (now[1] - busy0) - (now[2] - own0)) / wall
+
+    def threads(self) -> int:
+        free = self.cores - self.others_busy()
+        return max(1, min(self.cores, int(free + FREE_CORE_SLACK)))
+
+
+@functools.cache
+def _aligned_llama() -> type:
+    """llama-cpp-python's ``Llama`` with prefix reuse cut to a ``PROMPT_BLOCK`` boundary."""
+    from llama_cpp import Llama
+
+    class AlignedLlama(Llama):
+        def generate(self, tokens: Sequence[int], **kwargs: Any) -> Any:
+            tokens = list(tokens)
+            common = 0
+            for a, b in zip(self._input_ids, tokens[:-1]):
+                if a != b:
+                    break
+                common += 1
+            # the base class reuses at most what n_tokens keeps: a block-aligned prefix
+            self.n_tokens = common - common % self.n_batch
+            return super().generate(tokens, **kwargs)
+
+    return AlignedLlama
 
 
 class LlamaCppBackend:
@@ -69,22 +143,27 @@ class LlamaCppBackend:
     def __init__(self, settings: LLMSettings) -> None:
         self.settings = settings
         self._llama: Any = None
+        self._share = None if settings.n_threads else CpuShare(usable_cores())
 
     def _model(self) -> Any:
         if self._llama is None:
-            from llama_cpp import Llama
-
             s = self.settings
             try:
-                self._llama = Llama(
-                    model_path=str(s.path), n_ctx=s.n_ctx, n_threads=s.n_threads or usable_cores(),
-                    n_gpu_layers=s.n_gpu_layers, seed=s.seed, verbose=False,
+                self._llama = _aligned_llama()(
+                    model_path=str(s.path), n_ctx=s.n_ctx, n_batch=PROMPT_BLOCK,
+                    n_threads=s.n_threads or usable_cores(), n_gpu_layers=s.n_gpu_layers,
+                    seed=s.seed, verbose=False,
                 )
             except (ValueError, RuntimeError) as exc:
                 raise KgragError(f"llama.cpp could not load {s.path}: {exc}") from exc
             if "tokenizer.chat_template" not in self._llama.metadata:
                 arch = self._llama.metadata.get("general.architecture", "")
                 self._llama.chat_format = FALLBACK_CHAT_FORMATS.get(arch, "chatml")
+        if self._share is not None:
+            import llama_cpp
+
+            threads = self._share.threads()
+            llama_cpp.llama_set_n_threads(self._llama.ctx, threads, threads)
         return self._llama
 
     def generate(self, request: dict[str, Any]) -> Completion:
@@ -124,6 +203,16 @@ class InvalidOutput(Exception):
         self.errors = errors
 
 
+def _checked(text: str, validate: Callable[[str], Any] | None) -> tuple[Any, str | None]:
+    """(value, None) when ``text`` passes ``validate`` (or there is none), else (None, why)."""
+    if validate is None:
+        return text, None
+    try:
+        return validate(text), None
+    except (ValueError, KeyError, TypeError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
 class CachedLLM:
     """The LLM every step uses: cache first, then the backend; counts all usage.
 
@@ -152,26 +241,23 @@ class CachedLLM:
 
     def _call(self, request: dict[str, Any], validate: Callable[[str], Any] | None
               ) -> tuple[Completion, Any, str | None]:
-        key = request_key("llm", request)
-        hit = self.cache.get(key, self.settings.name)
-        if hit is not None:
-            completion = Completion(hit["text"], hit["tokens_in"], hit["tokens_out"], cached=True)
-            self.usage.cache_hits += 1
-        else:
-            completion = self.backend.generate(request)
+        def generate() -> dict[str, Any]:
+            out = self.backend.generate(request)
+            error = _checked(out.text, validate)[1]
+            return {"text": out.text, "tokens_in": out.tokens_in, "tokens_out": out.tokens_out,
+                    "valid": error is None, "error": error}
+
+        payload, computed = self.cache.get_or_compute(request_key("llm", request),
+                                                      self.settings.name, generate)
+        completion = Completion(payload["text"], payload["tokens_in"], payload["tokens_out"],
+                                cached=not computed)
+        if computed:
             self.usage.calls += 1
+        else:
+            self.usage.cache_hits += 1
         self.usage.tokens_in += completion.tokens_in
         self.usage.tokens_out += completion.tokens_out
-        value, error = completion.text, None
-        if validate is not None:
-            try:
-                value = validate(completion.text)
-            except (ValueError, KeyError, TypeError) as exc:
-                value, error = None, f"{type(exc).__name__}: {exc}"
-        if hit is None:
-            self.cache.set(key, {"text": completion.text, "tokens_in": completion.tokens_in,
-                                 "tokens_out": completion.tokens_out, "valid": error is None,
-                                 "error": error})
+        value, error = _checked(completion.text, validate)
         return completion, value, error
 
     def chat(self, messages: list[Message], *, max_tokens: int, stop: list[str] | None = None,
