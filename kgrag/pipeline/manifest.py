@@ -1,4 +1,11 @@
-"""``outputs/<name>/manifest.json``: what ran, what it cost, with which models and libraries."""
+"""``outputs/<name>/manifest.json``: what ran, what it cost, with which models, libraries
+and machine.
+
+The machine is there because greedy LLM answers follow it: llama.cpp is compiled for the
+CPU it is built on and picks its kernels by instruction set (AVX2, AVX-512…), so the same
+spec recomputed on another CPU can answer differently while its retrieval does not. What
+reproduces answers is the shipped call cache; the manifest says where they came from.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +16,25 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from kgrag.models.llm import usable_cores
 from kgrag.pipeline.artefacts import write_json_atomic
 
 LIBRARIES = ("kgrag", "llama_cpp_python", "sentence-transformers", "transformers", "torch",
              "lancedb", "polars", "diskcache", "jsonschema", "pyyaml")
+
+
+def machine() -> dict[str, Any]:
+    """CPU model, usable cores, OS, and the instruction sets llama.cpp's kernels use."""
+    cpu = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                 if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    import llama_cpp
+
+    return {"cpu": cpu, "cores": usable_cores(), "platform": platform.platform(),
+            "llama_cpp": llama_cpp.llama_print_system_info().decode().strip()}
 
 
 def library_versions() -> dict[str, str]:
@@ -35,7 +57,8 @@ class Manifest:
         data = {
             "spec": str(spec.path), "spec_sha256": spec.sha256, "status": "running",
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "models": models.describe(), "libraries": library_versions(), "steps": [],
+            "models": models.describe(), "libraries": library_versions(), "machine": machine(),
+            "steps": [],
         }
         manifest = cls(run_dir / "manifest.json", data)
         manifest.write()

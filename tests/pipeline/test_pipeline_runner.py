@@ -87,6 +87,14 @@ def test_second_run_reuses_everything_and_manifest_says_so(tmp_path):
         set(saved["steps"][0])
 
 
+def test_the_manifest_records_the_machine_answers_depend_on(tmp_path):
+    """Greedy answers follow the CPU llama.cpp runs on, so the machine is recorded."""
+    run(plan(), tmp_path)
+    machine = json.loads((tmp_path / "manifest.json").read_text())["machine"]
+    assert machine["cpu"] and machine["cores"] >= 1 and machine["platform"]
+    assert "AVX" in machine["llama_cpp"] or "NEON" in machine["llama_cpp"]
+
+
 def test_changing_one_config_reruns_only_what_depends_on_it(tmp_path):
     run(plan(1), tmp_path)
     run(plan(1, note="downstream only"), tmp_path)
