@@ -5,12 +5,12 @@ sets most of the indexing cost. KET-RAG-P keeps the chunks with the highest
 PageRank in the KNN graph, because a few central chunks link much of the
 corpus (paper, Fig. 2). KET-RAG-U samples uniformly at random as the control.
 
-PageRank is a sparse power iteration instead of ``networkx.pagerank``, which
-would first copy the graph into Python objects. It follows the paper's
-definition π = α/n·1 + (1−α)·π·P with transition P_ij = w_ij / d(v_i). The
-damping is 1−α = 0.85, as in the authors' code. A dangling node (no edges)
-teleports uniformly, as networkx does. The start vector is uniform, so the
-result is deterministic and needs no seed.
+PageRank is the library's sparse power iteration (``kgrag.graphs.ppr``) with a
+uniform restart, instead of ``networkx.pagerank``, which would first copy the graph
+into Python objects. It follows the paper's definition π = α/n·1 + (1−α)·π·P with
+transition P_ij = w_ij / d(v_i). The damping is 1−α = 0.85, as in the authors'
+code. A dangling node (no edges) teleports uniformly, as networkx does. The start
+vector is uniform, so the result is deterministic and needs no seed.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgrag.errors import KgragError
+from kgrag.graphs.ppr import Walk
 
 CoreMethod = Literal["pagerank", "uniform"]
 
@@ -29,35 +30,11 @@ CoreMethod = Literal["pagerank", "uniform"]
 def pagerank(graph: sp.spmatrix, damping: float = 0.85, tol: float = 1e-10) -> np.ndarray:
     """Return the PageRank vector of ``graph`` (sums to 1), e.g. for reports.
 
-    ``graph`` is a square sparse matrix of non-negative edge weights; row i
-    holds the edges leaving node i (the KNN graph is symmetric anyway). The
-    iteration stops once an update changes π by less than ``tol`` in L1.
-    The error of the power iteration shrinks by a factor ``damping`` per step,
-    so it is also capped at the number of steps that bounds the error by
-    ``tol``. That cap ends the loop even for a damping close to 1.
+    ``graph`` is a square sparse matrix of non-negative edge weights; row i holds
+    the edges leaving node i (the KNN graph is symmetric anyway). This is the
+    library's personalised PageRank with a uniform restart (``kgrag.graphs.ppr``).
     """
-    if not 0.0 <= damping < 1.0:
-        raise KgragError(f"PageRank damping must be in [0, 1), got {damping}")
-    adjacency = sp.csr_matrix(graph, dtype=np.float64)
-    n = adjacency.shape[0]
-    if adjacency.shape != (n, n):
-        raise KgragError(f"PageRank needs a square adjacency matrix, got {adjacency.shape}")
-    if n == 0:
-        return np.zeros(0)
-    out_weight = np.asarray(adjacency.sum(axis=1)).ravel()
-    dangling = out_weight == 0
-    inverse = np.divide(1.0, out_weight, out=np.zeros(n), where=~dangling)
-    transition_t = (sp.diags(inverse) @ adjacency).T.tocsr()
-    steps = 1 if damping == 0 else math.ceil(math.log(tol / 2) / math.log(damping)) + 1
-    scores = np.full(n, 1.0 / n)
-    for _ in range(steps):
-        teleport = (damping * scores[dangling].sum() + 1.0 - damping) / n
-        updated = damping * (transition_t @ scores) + teleport
-        change = np.abs(updated - scores).sum()
-        scores = updated
-        if change < tol:
-            break
-    return scores
+    return Walk(graph).run(None, damping, tol)
 
 
 def select_core(
