@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +134,7 @@ class QueryResult:
     context_tokens: int
     retrieval_ms: float
     answer: str
+    trace: dict[str, Any] = field(default_factory=dict)  # the strategy's why (seeds, scores)
 
 
 def query(spec_path: str | Path, question: str, strategy: str | None = None,
@@ -162,7 +163,7 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     documents = pl.read_parquet(session.artefact("corpus") / DOCUMENTS, columns=["doc_id", "title"])
     title_of = dict(zip(documents["doc_id"], documents["title"]))
     return QueryResult(question, name, context.unit_ids, [title_of[d] for d in context.doc_ids],
-                       context.tokens, elapsed_ms, text)
+                       context.tokens, elapsed_ms, text, context.trace)
 
 
 def cache_stats(directory: Path | None = None) -> CacheStats:

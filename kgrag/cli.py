@@ -71,8 +71,14 @@ def _cmd_query(args: argparse.Namespace) -> int:
     result = api.query(args.spec, args.question, args.strategy, echo=lambda s: None)
     print(f"strategy: {result.strategy}  ({result.context_tokens} context tokens, "
           f"{result.retrieval_ms:.1f} ms)")
+    scores = result.trace.get("scores", {})
+    if "seeds" in result.trace:
+        seeds = ", ".join(f"{name} ({weight:.3g})" for name, weight in result.trace["seeds"].items())
+        print(f"seeds: {seeds or '(none)'}")
+    if "fallback" in result.trace:
+        print(f"fallback: {result.trace['fallback']}")
     for unit, title in zip(result.unit_ids, result.titles):
-        print(f"  {unit}  {title}")
+        print(f"  {unit}  {title}" + (f"  (score {scores[unit]:.4g})" if unit in scores else ""))
     print(f"answer: {result.answer}")
     return 0
 

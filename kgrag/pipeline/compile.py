@@ -63,6 +63,9 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
     graph_variants, builds = _add_graphs(plan, spec, models, llm)
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
+    entries = {q["name"]: thaw(q) for q in spec.query}
+    strategies = [(chosen, _resolve_fusion(s, entries, graph_variants))
+                  for chosen, s in strategies]
     if any("dense" in STRATEGIES[s["strategy"]].needs(s).values() for _, s in strategies):
         plan.add("dense", "dense_index", {"embedder": embedder}, {"chunks": "chunks"})
     if not has_questions(spec):
@@ -155,6 +158,25 @@ def _add_hierarchy(plan: Plan, name: str, cfg: dict[str, Any], extraction: dict[
     plan.add(f"gates.{name}", "gates",
              {"top_m": cfg["gate_top_m"], "min_similarity": cfg["gate_min_similarity"], **llm},
              {"hierarchy": hierarchy.name, "summaries": summaries.name})
+
+
+def _resolve_fusion(strategy: dict[str, Any], entries: dict[str, dict[str, Any]],
+                    graphs: dict[str, list[tuple[dict[str, Any], str]]]) -> dict[str, Any]:
+    """A fusion strategy with its members' concrete configs in place of their names, at
+    the fusion's budget (a member's candidate depth follows the budget), so its
+    fingerprint covers everything its ranking depends on."""
+    if strategy["strategy"] != "fusion":
+        return strategy
+    members = []
+    for name in strategy["fuse"]:
+        expanded = _expand_strategy({**entries[name], "budget_tokens": strategy["budget_tokens"]},
+                                    graphs)
+        if len(expanded) != 1:
+            raise KgragError(f"strategy {strategy['name']!r}: fused entry {name!r} sweeps a "
+                             "parameter other than the budget; fuse an entry that stands for "
+                             "one strategy")
+        members.append(expanded[0][1])
+    return {**strategy, "fuse": members}
 
 
 def _expand_strategy(query: dict[str, Any],

@@ -3,7 +3,9 @@
 A strategy class has ``needs(config) -> {role: step name}`` (the index artefacts it
 reads), ``load(config, artefacts, resources)`` building it from those folders, and
 ``retrieve(question, vector) -> Context``, and optionally ``uses_llm(config)`` when it
-calls the LLM while retrieving. The registry below is the spec's ``strategy`` enum.
+calls the LLM while retrieving. A strategy that ranks chunks also has
+``ranking(question, vector) -> [chunk ids, best first]`` and registers in ``RANKERS``,
+so that ``fusion`` can combine it with another. The registry below is the spec's ``strategy`` enum.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgrag.corpus.tokenizer import Tokenizer
+from kgrag.retrieval.bm25 import Bm25Strategy
+from kgrag.retrieval.fusion import RANKERS, FusionStrategy
 from kgrag.retrieval.hugrag import HugragStrategy
 from kgrag.retrieval.hybrid import HybridStrategy
 from kgrag.retrieval.ket import KetStrategy
 from kgrag.retrieval.knng import KnngStrategy
 from kgrag.retrieval.naive import NaiveStrategy
+from kgrag.retrieval.ppr import PprStrategy
 from kgrag.retrieval.units import Units
 
 
@@ -31,7 +36,11 @@ class Resources:
 
 
 STRATEGIES = {"naive": NaiveStrategy, "ket": KetStrategy, "knng": KnngStrategy,
-              "hybrid": HybridStrategy, "hugrag": HugragStrategy}
+              "hybrid": HybridStrategy, "hugrag": HugragStrategy, "bm25": Bm25Strategy,
+              "ppr": PprStrategy, "fusion": FusionStrategy}
+# Strategies that rank chunks (a ``ranking(question, vector)`` method), so ``fusion``
+# can fuse them.
+RANKERS.update(naive=NaiveStrategy, bm25=Bm25Strategy, ppr=PprStrategy)
 
 
 def uses_llm(config: dict[str, Any]) -> bool:

@@ -44,6 +44,10 @@ class NaiveStrategy:
         """Chunk ids by cosine similarity to ``vector``, best first."""
         return [unit for unit, _ in self.table.search(vector, k or self.top_k)]
 
+    def ranking(self, question: str, vector: np.ndarray) -> list[str]:
+        """The ``top_k`` candidates, best first (what ``fusion`` fuses)."""
+        return self.ranked(vector)
+
     def retrieve(self, question: str, vector: np.ndarray) -> Context:
-        return self.units.context(fill_budget(self.ranked(vector), self.units.tokens,
+        return self.units.context(fill_budget(self.ranking(question, vector), self.units.tokens,
                                               self.budget))

@@ -25,7 +25,11 @@ STRATEGY_PARAMS = {
     "hugrag": {"hierarchy", "seed_entities", "seed_modules", "mmr_lambda", "semantic_weight",
                "hop_decay", "max_hops", "fan_out", "weights", "use_gates", "use_hierarchy",
                "causal_filter", "filter_prompt"},
+    "bm25": set(),
+    "fusion": {"fuse", "rrf_k"},
+    "ppr": {"skeleton", "hierarchy", "damping", "max_iterations", "dense_seeds", "titles"},
 }
+FUSABLE = ("naive", "bm25", "ppr")  # strategies that rank chunks (kgrag.retrieval.RANKERS)
 THETA_DEFAULTS = {"ket": 0.4, "hybrid": 0.5}  # KET-RAG's θ; Hybrid-RAG's equal split
 COMMON_GRAPH = {"name", "kind"}
 COMMON_STRATEGY = {"name", "strategy", "budget_tokens"}
@@ -40,6 +44,7 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
     ``filled`` has the defaults (to see the effective θ).
     """
     kinds: dict[str, str] = {}
+    entries = {q["name"]: q["strategy"] for q in raw.get("query", [])}
     for i, graph in enumerate(raw.get("graphs", [])):
         if graph["name"] in kinds:
             yield ("graphs", i, "name"), f"duplicate graph name '{graph['name']}'"
@@ -59,6 +64,14 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
             wanted.append(("bipartite", "bipartite"))
         if strategy == "hugrag":
             wanted.append(("hierarchy", "hierarchy"))
+        if strategy == "ppr":
+            named = [key for key in ("skeleton", "hierarchy") if q[key] is not None]
+            if len(named) != 1:
+                yield ("query", i), ("strategy ppr walks one graph: set either 'skeleton' or "
+                                     "'hierarchy' to the name of a graph build")
+            wanted += [(key, key) for key in named]
+        if strategy == "fusion":
+            yield from _fusion_problems(i, q_raw, entries)
         for key, kind in wanted:
             name = q[key]
             if name is None:
@@ -81,6 +94,23 @@ def prune_defaults(filled: dict[str, Any]) -> dict[str, Any]:
         if q["strategy"] in THETA_DEFAULTS:
             q.setdefault("theta", THETA_DEFAULTS[q["strategy"]])
     return {**filled, "graphs": graphs, "query": query}
+
+
+def _fusion_problems(i: int, q: dict[str, Any], entries: dict[str, str]) -> Iterator[Problem]:
+    """``fuse`` must name two different entries that rank chunks."""
+    members = q.get("fuse")
+    if members is None:
+        yield ("query", i), "strategy fusion needs 'fuse': the names of two other query entries"
+        return
+    if len(set(members)) != len(members):
+        yield ("query", i, "fuse"), "fusion needs two different entries"
+    for j, member in enumerate(members):
+        if member not in entries:
+            yield ("query", i, "fuse", j), (f"no query entry named '{member}' (known: "
+                                            f"{', '.join(entries)})")
+        elif entries[member] not in FUSABLE:
+            yield ("query", i, "fuse", j), (f"'{member}' is a {entries[member]} entry; fusion "
+                                            f"fuses rankings of {', '.join(FUSABLE)} entries")
 
 
 def _misplaced(path: tuple[Any, ...], item: dict[str, Any], allowed: set[str], what: str

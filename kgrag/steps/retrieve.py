@@ -5,7 +5,9 @@ Question vectors are embedded in one batch before timing starts, so
 filling), not the encoder; the encoder's speed is a benchmark of its own. LLM
 calls a strategy makes while retrieving (HugRAG's causal filter) are timed apart,
 as ``llm_ms``, and left out of ``retrieval_ms``. A budget that holds nothing for any
-question is an error, not a column of empty contexts.
+question is an error, not a column of empty contexts. Questions a strategy answered
+by its fallback (a ``fallback`` key in the trace: ppr with no linkable entity,
+HugRAG with no seed) are counted in the step's notes.
 """
 
 from __future__ import annotations
@@ -79,3 +81,6 @@ def retrieve(ctx: StepContext) -> None:
             f"the {len(rows)} questions (the smallest chunk has {smallest} tokens); raise "
             "budget_tokens")
     pl.DataFrame(rows, schema=SCHEMA).write_parquet(ctx.out_dir / RETRIEVED)
+    fallbacks = sum("fallback" in json.loads(row["trace"]) for row in rows)
+    if fallbacks:
+        ctx.notes.update(fallbacks=fallbacks)

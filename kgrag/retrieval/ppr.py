@@ -1,0 +1,223 @@
+"""Strategy ``ppr``: chunks ranked by personalised PageRank from the question's entities.
+
+KET-RAG's local search and HugRAG's expansion walk a hop or two from the entities
+nearest the question; a multi-hop question needs the passage two links away.
+HippoRAG's answer, followed here: a random walk with restart at the question's
+entities over the entity–chunk graph, chunks ranked by the mass they collect.
+
+Graph (built when the strategy loads, from any build with entity tables: a
+skeleton or a hierarchy, whatever extraction made them):
+
+* a node per entity and per chunk;
+* an edge of weight 1 between an entity and every chunk it was extracted from;
+* an edge of weight strength / 10 between the two entities of a relationship;
+* with ``titles``, each chunk's title as one more entity (merged with an extracted
+  entity of the same normalised name), linked to the chunk: encyclopedic passages
+  are about their title, and questions name it.
+
+Seeds: the entities the question names, found by exact match of normalised words
+(an entity's name, or a title without its disambiguating parenthesis); a match
+inside a longer match is dropped, and so are names made of stop words only. Each
+seed's restart weight is its specificity, 1 / (chunks mentioning it), so that a
+hub such as "FILM" does not drown the rare name that identifies the passage. With
+``dense_seeds`` w > 0, a share w of the restart goes to chunks in proportion to
+their min–max normalised cosine with the question (HippoRAG 2 uses 0.05).
+
+Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap.
+Chunks with mass rank by it (ties by dense rank), then the remaining chunks in
+dense order, and fill the budget like every other strategy. A question naming no
+entity of the graph is answered by the dense ranking, and its trace says so (the
+retrieve step counts those fallbacks). The trace lists the seeds with their
+weights and each retrieved chunk's mass: why a chunk came back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+from bm25s.stopwords import STOPWORDS_EN
+
+from kgrag.errors import KgragError
+from kgrag.graphs.extraction import normalise_name
+from kgrag.graphs.ppr import Walk
+from kgrag.retrieval.budget import fill_budget
+from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIPS_FILE
+from kgrag.retrieval.naive import DENSE_TABLE
+from kgrag.retrieval.units import CHUNKS_FILE, Context, Units
+from kgrag.store.vectors import VectorTable
+
+if TYPE_CHECKING:
+    from kgrag.retrieval import Resources
+
+GRAPH_KEYS = ("skeleton", "hierarchy")
+MAX_STRENGTH = 10.0  # relationship strengths are on the extraction's 1–10 scale
+NO_SEED = "no entity of the question is in the graph: dense ranking"
+STOPWORDS = frozenset(STOPWORDS_EN)
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The matching form of a name or question: case-folded word characters only, so
+    "J.R.R. Tolkien's" contains "J. R. R. Tolkien"."""
+    return tuple(re.findall(r"\w+", text.casefold()))
+
+
+def title_aliases(title: str) -> list[str]:
+    """A title and, for "Forbidden Ground (2013 film)", its name without the parenthesis."""
+    plain = title.split(" (", 1)[0] if title.endswith(")") else title
+    return [title] if plain == title else [title, plain]
+
+
+@dataclass(frozen=True)
+class EntityGraph:
+    """Entity and chunk nodes (entities first) and their symmetric weighted edges."""
+
+    names: list[str]  # normalised entity names, node i for i < len(names)
+    chunk_ids: list[str]  # node len(names) + j
+    adjacency: sp.csr_matrix
+    mentions: np.ndarray  # per entity, the chunks it is linked to (its specificity's inverse)
+    keys: dict[tuple[str, ...], int]  # matching form of a name or alias → entity node
+
+    @classmethod
+    def build(cls, entities: pl.DataFrame, relationships: pl.DataFrame, chunk_ids: list[str],
+              titles: dict[str, str] | None) -> EntityGraph:
+        """The graph of one build's tables; ``titles`` (chunk id → title) adds title
+        entities. Chunk ids the build names but ``chunk_ids`` lacks are ignored."""
+        chunks = {c: j for j, c in enumerate(chunk_ids)}
+        index: dict[str, int] = {}
+        aliases: dict[str, list[str]] = {}
+        pairs: list[tuple[int, int]] = []
+        for name, mentioned in zip(entities["name"].to_list(), entities["chunk_ids"].to_list()):
+            node = index.setdefault(normalise_name(name), len(index))
+            aliases.setdefault(normalise_name(name), [name])
+            pairs += [(node, chunks[c]) for c in mentioned if c in chunks]
+        for chunk, title in (titles or {}).items():
+            if chunk in chunks and title:
+                name = normalise_name(title)
+                node = index.setdefault(name, len(index))
+                aliases.setdefault(name, []).extend(title_aliases(title))
+                pairs.append((node, chunks[chunk]))
+        n_entities = len(index)
+        links = sorted(set(pairs))
+        rows = [e for e, _ in links]
+        cols = [n_entities + c for _, c in links]
+        weights = [1.0] * len(links)
+        for source, target, strength in relationships.select(
+                "source", "target", "strength").iter_rows():
+            a, b = index.get(normalise_name(source)), index.get(normalise_name(target))
+            if a is not None and b is not None and a != b:
+                rows.append(a)
+                cols.append(b)
+                weights.append(float(strength) / MAX_STRENGTH)
+        size = n_entities + len(chunk_ids)
+        upper = sp.coo_matrix((weights, (rows, cols)), shape=(size, size)).tocsr()
+        adjacency = (upper + upper.T).tocsr()  # a relationship seen twice adds its weights
+        mentions = np.bincount(np.array(rows[: len(links)], dtype=np.int64),
+                               minlength=n_entities)
+        keys: dict[tuple[str, ...], int] = {}
+        for name, node in index.items():
+            for alias in [name, *aliases.get(name, [])]:
+                key = words(alias)
+                if key and not set(key) <= STOPWORDS:
+                    keys.setdefault(key, node)
+        return cls(list(index), chunk_ids, adjacency, mentions, keys)
+
+    def link(self, question: str) -> list[int]:
+        """Entity nodes the question names (see the module docstring), in question order."""
+        tokens = words(question)
+        longest = max((len(k) for k in self.keys), default=0)
+        spans = [(start, end) for start in range(len(tokens))
+                 for end in range(start + 1, min(len(tokens), start + longest) + 1)
+                 if tokens[start:end] in self.keys]
+        kept = [(s, e) for s, e in spans
+                if not any(o <= s and e <= f and (o, f) != (s, e) for o, f in spans)]
+        return list(dict.fromkeys(self.keys[tokens[s:e]] for s, e in kept))
+
+    def specificity(self, nodes: list[int]) -> np.ndarray:
+        return 1.0 / np.maximum(self.mentions[nodes], 1)
+
+
+class PprStrategy:
+    """HippoRAG-style retrieval by personalised PageRank (see the module docstring)."""
+
+    def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, units: Units, budget: int,
+                 damping: float, max_iterations: int, dense_seeds: float) -> None:
+        self.graph, self.walk = graph, Walk(graph.adjacency)
+        self.chunk_matrix, self.units, self.budget = chunk_matrix, units, budget
+        self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
+
+    @staticmethod
+    def needs(config: dict[str, Any]) -> dict[str, str]:
+        named = [key for key in GRAPH_KEYS if config.get(key)]
+        if len(named) != 1:
+            raise KgragError(f"strategy {config['name']!r}: ppr walks one graph; name a "
+                             "skeleton or a hierarchy build (exactly one)")
+        return {"graph": f"{named[0]}.{config[named[0]]}", "dense": "dense", "chunks": "chunks"}
+
+    @classmethod
+    def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
+             ) -> PprStrategy:
+        damping = config["damping"]
+        if not 0.0 < damping < 1.0:
+            raise KgragError(f"strategy {config['name']!r}: damping must be in (0, 1), "
+                             f"got {damping}")
+        folder = artefacts["graph"]
+        entities = pl.read_parquet(folder / ENTITIES_FILE, columns=["name", "chunk_ids"])
+        if entities.is_empty():
+            raise KgragError(f"strategy {config['name']!r}: the graph in {folder} has no "
+                             "entities; ppr needs an entity table to walk")
+        relationships = pl.read_parquet(folder / RELATIONSHIPS_FILE,
+                                        columns=["source", "target", "strength"])
+        ids, matrix = VectorTable.open(artefacts["dense"], DENSE_TABLE).matrix()
+        titles = None
+        if config["titles"]:
+            chunks = pl.read_parquet(artefacts["chunks"] / CHUNKS_FILE,
+                                     columns=["chunk_id", "title"])
+            titles = dict(zip(chunks["chunk_id"].to_list(), chunks["title"].to_list()))
+        graph = EntityGraph.build(entities, relationships, ids, titles)
+        return cls(graph, matrix, resources.units, config["budget_tokens"], damping,
+                   config["max_iterations"], config["dense_seeds"])
+
+    def scored(self, question: str, vector: np.ndarray
+               ) -> tuple[list[str], dict[str, float], dict[str, Any]]:
+        """Every chunk best first, each chunk's PPR mass, and the trace."""
+        similarity = self.chunk_matrix @ vector.astype(np.float32)
+        dense_order = np.argsort(-similarity, kind="stable")
+        seeds = self.graph.link(question)
+        if not seeds:
+            return ([self.graph.chunk_ids[j] for j in dense_order], {},
+                    {"fallback": NO_SEED, "seeds": {}})
+        n_entities = len(self.graph.names)
+        restart = np.zeros(n_entities + len(self.graph.chunk_ids))
+        weights = self.graph.specificity(seeds)
+        restart[seeds] = (1.0 - self.dense_seeds) * weights / weights.sum()
+        if self.dense_seeds > 0:
+            spread = similarity.max() - similarity.min()
+            dense = (similarity - similarity.min()) / spread if spread > 0 else np.ones_like(
+                similarity)
+            if dense.sum() > 0:
+                restart[n_entities:] = self.dense_seeds * dense / dense.sum()
+        mass = self.walk.run(restart, self.damping, max_steps=self.max_iterations)[n_entities:]
+        dense_rank = np.empty(len(dense_order), dtype=np.int64)
+        dense_rank[dense_order] = np.arange(len(dense_order))
+        order = np.lexsort((dense_rank, -mass))
+        ranked = [self.graph.chunk_ids[j] for j in order]
+        scores = {self.graph.chunk_ids[j]: float(mass[j]) for j in order if mass[j] > 0}
+        trace = {"seeds": {self.graph.names[s]: round(float(w), 6)
+                           for s, w in zip(seeds, weights)}}
+        return ranked, scores, trace
+
+    def ranking(self, question: str, vector: np.ndarray) -> list[str]:
+        return self.scored(question, vector)[0]
+
+    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+        ranked, scores, trace = self.scored(question, vector)
+        chosen = fill_budget(ranked, self.units.tokens, self.budget)
+        trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in chosen}
+        context = self.units.context(chosen)
+        return Context(context.unit_ids, context.doc_ids, context.text, context.tokens, trace)

@@ -1,0 +1,85 @@
+"""Strategies ``bm25`` and ``fusion`` (reciprocal-rank fusion) on hand-made units."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgrag.errors import KgragError
+from kgrag.retrieval import STRATEGIES, Resources
+from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
+from kgrag.retrieval.fusion import FusionStrategy, reciprocal_rank_fusion
+from kgrag.retrieval.units import Units
+
+TEXTS = {"c1": "# Paris\nParis is the capital of France.",
+         "c2": "# Lyon\nLyon is a city in France on the Rhone.",
+         "c3": "# Tolkien\nJ. R. R. Tolkien wrote The Hobbit.",
+         "c4": "# Rhone\nThe Rhone flows through Lyon and Arles."}
+
+
+def units() -> Units:
+    return Units(TEXTS, dict.fromkeys(TEXTS, 10), {c: f"d{c[1:]}" for c in TEXTS})
+
+
+def test_bm25_ranks_rare_shared_words_first_and_leaves_out_units_without_any():
+    index = Bm25Index(units())
+    assert index.ranked("Which city lies on the Rhone?") == ["c2", "c4"]  # city and Rhone
+    assert index.ranked("Who wrote The Hobbit?") == ["c3"]
+    assert index.ranked("zebra quagga") == []
+    assert index.ranked("the of is") == []  # stop words only
+
+
+def test_bm25_fills_the_budget_in_rank_order():
+    strategy = Bm25Strategy(Bm25Index(units()), units(), budget=20)
+    context = strategy.retrieve("capital of France", np.zeros(2))
+    assert context.unit_ids == ["c1", "c2"] and context.tokens == 20
+    assert Bm25Strategy.needs({}) == {}
+
+
+def test_rrf_sums_reciprocal_ranks():
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "b", "d"]], k=1)
+    # a: 1/2; b: 1/3 + 1/3; c: 1/4 + 1/2; d: 1/4
+    assert fused == ["c", "b", "a", "d"]
+
+
+def test_rrf_ties_keep_first_appearance_and_k_flattens_the_ranks():
+    assert reciprocal_rank_fusion([["a", "b"], ["b", "a"]], k=60) == ["a", "b"]
+    # with a large k, being in both lists beats being first in one
+    lists = [["a", "x", "y", "b"], ["c", "z", "w", "b"]]
+    assert reciprocal_rank_fusion(lists, k=1000)[0] == "b"  # 2/1004 > 1/1001
+    assert reciprocal_rank_fusion(lists, k=1)[0] == "a"  # 1/2 > 2/5
+
+
+class Fixed:
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+
+    def ranking(self, question: str, vector: np.ndarray) -> list[str]:
+        return self.order
+
+
+def test_fusion_fills_the_budget_with_the_fused_ranking():
+    strategy = FusionStrategy([Fixed(["c1", "c2", "c3"]), Fixed(["c3", "c4"])], units(),
+                              budget=20, rrf_k=60)
+    assert strategy.retrieve("q", np.zeros(2)).unit_ids == ["c3", "c1"]
+
+
+def test_fusion_loads_its_members_from_their_own_artefacts(tmp_path: Path):
+    config = {"name": "rrf", "strategy": "fusion", "budget_tokens": 20, "rrf_k": 60,
+              "fuse": [{"name": "a", "strategy": "bm25", "budget_tokens": 20},
+                       {"name": "b", "strategy": "naive", "budget_tokens": 20, "top_k": None}]}
+    assert FusionStrategy.needs(config) == {"1.dense": "dense"}
+    strategy = STRATEGIES["fusion"].load({**config, "fuse": config["fuse"][:1] * 2}, {},
+                                         Resources(units(), tokenizer=None))
+    assert strategy.retrieve("capital of France", np.zeros(2)).unit_ids == ["c1", "c2"]
+
+
+@pytest.mark.parametrize("fuse, message", [
+    (["a", "b"], "configs of two strategies"),
+    ([{"name": "a", "strategy": "ket"}, {"name": "b", "strategy": "bm25"}], "does not rank"),
+])
+def test_fusion_of_names_or_of_a_strategy_without_a_ranking_is_refused(fuse, message):
+    with pytest.raises(KgragError, match=message):
+        FusionStrategy.needs({"name": "rrf", "fuse": fuse})

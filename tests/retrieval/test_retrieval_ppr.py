@@ -1,0 +1,177 @@
+"""Strategy ``ppr`` on a hand-made entity graph: linking, specificity, the walk, fallback.
+
+Chunks and the entities extracted from them (no relationships unless a test adds some):
+
+    c1 "Forbidden Ground (2013 film)"  FORBIDDEN GROUND, JOHNNY LEE, FILM
+    c2 "Johnny Lee"                    JOHNNY LEE, CANBERRA, FILM
+    c3 "Canberra"                      CANBERRA, FILM
+    c4 "Film"                          FILM
+    c5 "Sydney"                        SYDNEY, FILM
+
+A question about where the director of Forbidden Ground was born must reach c2 (one
+link from the film's entity) through JOHNNY LEE; c3 is two entity links away.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from kgrag.errors import KgragError
+from kgrag.retrieval import Resources
+from kgrag.retrieval.ppr import NO_SEED, EntityGraph, PprStrategy, title_aliases, words
+from kgrag.retrieval.units import Units
+from kgrag.store.vectors import VectorTable
+
+CHUNK_IDS = ["c1", "c2", "c3", "c4", "c5"]
+TITLES = {"c1": "Forbidden Ground (2013 film)", "c2": "Johnny Lee", "c3": "Canberra",
+          "c4": "Film", "c5": "Sydney"}
+ENTITIES = {"FORBIDDEN GROUND": ["c1"], "JOHNNY LEE": ["c1", "c2"], "CANBERRA": ["c2", "c3"],
+            "FILM": ["c1", "c2", "c3", "c4", "c5"], "SYDNEY": ["c5"], "THE": ["c4"]}
+DENSE = [0.1, 0.2, 0.3, 0.4, 0.9]  # cosine of each chunk to the question: c5 is nearest
+QUESTION = "Where was the director of the film Forbidden Ground born?"
+
+
+def tables(relationships: list[tuple[str, str, float]] = ()) -> tuple[pl.DataFrame, pl.DataFrame]:
+    entities = pl.DataFrame({"name": list(ENTITIES), "chunk_ids": list(ENTITIES.values())})
+    rels = pl.DataFrame({"source": [r[0] for r in relationships],
+                         "target": [r[1] for r in relationships],
+                         "strength": [r[2] for r in relationships]},
+                        schema={"source": pl.String, "target": pl.String, "strength": pl.Float64})
+    return entities, rels
+
+
+def graph(titles: bool = True, relationships=()) -> EntityGraph:
+    return EntityGraph.build(*tables(relationships), CHUNK_IDS, TITLES if titles else None)
+
+
+def strategy(dense_seeds: float = 0.0, budget: int = 20, relationships=(), damping=0.5
+             ) -> PprStrategy:
+    units = Units({c: TITLES[c] for c in CHUNK_IDS}, dict.fromkeys(CHUNK_IDS, 10),
+                  {c: f"d{c}" for c in CHUNK_IDS})
+    sims = np.array(DENSE)
+    matrix = np.stack([sims, np.sqrt(1 - sims**2)], axis=1).astype(np.float32)
+    return PprStrategy(graph(relationships=relationships), matrix, units, budget, damping, 50,
+                       dense_seeds)
+
+
+QUESTION_VECTOR = np.array([1.0, 0.0])
+
+
+def names(g: EntityGraph, nodes: list[int]) -> list[str]:
+    return [g.names[n] for n in nodes]
+
+
+def test_words_ignore_case_and_punctuation():
+    assert words("J.R.R. Tolkien's") == ("j", "r", "r", "tolkien", "s")
+    assert title_aliases("Forbidden Ground (2013 film)") == ["Forbidden Ground (2013 film)",
+                                                              "Forbidden Ground"]
+    assert title_aliases("Canberra") == ["Canberra"]
+
+
+def test_linking_finds_named_entities_longest_match_first_and_skips_stop_words():
+    g = graph()
+    # "the" is an entity but only stop words; "film" is matched too (a hub, weighted down)
+    assert names(g, g.link(QUESTION)) == ["FILM", "FORBIDDEN GROUND"]
+    assert names(g, g.link("Is Johnny Lee from Canberra?")) == ["JOHNNY LEE", "CANBERRA"]
+    assert g.link("Who painted it?") == []
+
+
+def test_titles_are_entities_merged_by_name_and_linked_without_their_parenthesis():
+    with_titles, without = graph(True), graph(False)
+    assert "FORBIDDEN GROUND (2013 FILM)" in with_titles.names
+    assert len(with_titles.names) == len(without.names) + 1  # the other titles merged
+    # "Forbidden Ground" links to the extracted entity (first of equal keys), which the
+    # title node shares its alias with; the chunks it names do not change
+    assert names(with_titles, with_titles.link("Forbidden Ground (2013 film)")) == [
+        "FORBIDDEN GROUND (2013 FILM)"]
+
+
+def test_specificity_is_the_inverse_of_the_chunks_mentioning_an_entity():
+    g = graph(titles=False)
+    nodes = [g.names.index(n) for n in ("FORBIDDEN GROUND", "JOHNNY LEE", "FILM")]
+    assert g.specificity(nodes) == pytest.approx([1.0, 0.5, 0.2])
+
+
+def test_mass_reaches_the_chunk_two_links_from_the_seed():
+    ranked, scores, trace = strategy().scored(QUESTION, QUESTION_VECTOR)
+    assert ranked[:2] == ["c1", "c2"]  # the film's chunk, then its director's
+    assert scores["c2"] > scores["c3"] > 0
+    assert trace["seeds"] == {"FILM": pytest.approx(0.2), "FORBIDDEN GROUND": 1.0}
+    assert "fallback" not in trace
+
+
+def test_relationships_carry_mass_between_entities():
+    plain = strategy().scored("Is Johnny Lee famous?", QUESTION_VECTOR)[1]
+    linked = strategy(relationships=[("JOHNNY LEE", "SYDNEY", 10.0)]).scored(
+        "Is Johnny Lee famous?", QUESTION_VECTOR)[1]
+    assert linked["c5"] > plain["c5"]
+
+
+def test_dense_seeds_lift_the_chunks_nearest_the_question():
+    without = strategy().scored(QUESTION, QUESTION_VECTOR)[1]
+    with_dense = strategy(dense_seeds=0.5).scored(QUESTION, QUESTION_VECTOR)[1]
+    assert with_dense["c5"] > without["c5"]
+    assert sum(with_dense.values()) <= 1.0
+
+
+def test_the_context_records_seeds_and_scores_and_fits_the_budget():
+    context = strategy(budget=20).retrieve(QUESTION, QUESTION_VECTOR)
+    assert context.unit_ids == ["c1", "c2"] and context.tokens == 20
+    assert set(context.trace["scores"]) == {"c1", "c2"}
+    assert context.trace["scores"]["c1"] > context.trace["scores"]["c2"] > 0
+
+
+def test_a_question_naming_no_entity_falls_back_to_dense_and_says_so():
+    context = strategy(budget=20).retrieve("Who painted it?", QUESTION_VECTOR)
+    assert context.unit_ids == ["c5", "c4"]  # dense order
+    assert context.trace["fallback"] == NO_SEED and context.trace["seeds"] == {}
+
+
+def write_indexes(root: Path, entities: pl.DataFrame, relationships: pl.DataFrame
+                  ) -> dict[str, Path]:
+    folders = {role: root / role for role in ("graph", "dense", "chunks")}
+    for folder in folders.values():
+        folder.mkdir(parents=True)
+    entities.write_parquet(folders["graph"] / "entities.parquet")
+    relationships.write_parquet(folders["graph"] / "relationships.parquet")
+    sims = np.array(DENSE)
+    VectorTable.create(folders["dense"], "chunks", CHUNK_IDS,
+                       np.stack([sims, np.sqrt(1 - sims**2)], axis=1))
+    pl.DataFrame({"chunk_id": CHUNK_IDS, "title": [TITLES[c] for c in CHUNK_IDS]}
+                 ).write_parquet(folders["chunks"] / "chunks.parquet")
+    return folders
+
+
+CONFIG = {"name": "ppr", "strategy": "ppr", "skeleton": "skel", "hierarchy": None,
+          "budget_tokens": 20, "damping": 0.5, "max_iterations": 50, "dense_seeds": 0.0,
+          "titles": True}
+
+
+def resources() -> Resources:
+    return Resources(Units({c: TITLES[c] for c in CHUNK_IDS}, dict.fromkeys(CHUNK_IDS, 10),
+                           {c: f"d{c}" for c in CHUNK_IDS}), tokenizer=None)
+
+
+def test_load_reads_a_build_folder(tmp_path: Path):
+    folders = write_indexes(tmp_path, *tables())
+    assert PprStrategy.needs(CONFIG) == {"graph": "skeleton.skel", "dense": "dense",
+                                         "chunks": "chunks"}
+    assert PprStrategy.needs({**CONFIG, "skeleton": None, "hierarchy": "h"})["graph"] == \
+        "hierarchy.h"
+    loaded = PprStrategy.load(CONFIG, folders, resources())
+    assert loaded.retrieve(QUESTION, QUESTION_VECTOR).unit_ids == ["c1", "c2"]
+
+
+def test_a_graph_without_entities_or_a_bad_damping_is_refused(tmp_path: Path):
+    entities, relationships = tables()
+    folders = write_indexes(tmp_path, entities.clear(), relationships)
+    with pytest.raises(KgragError, match="no entities"):
+        PprStrategy.load(CONFIG, folders, resources())
+    with pytest.raises(KgragError, match="damping"):
+        PprStrategy.load({**CONFIG, "damping": 1.0}, folders, resources())
+    with pytest.raises(KgragError, match="exactly one"):
+        PprStrategy.needs({**CONFIG, "hierarchy": "h"})
