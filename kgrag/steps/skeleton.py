@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from typing import Any
 
 import networkx as nx
@@ -24,7 +23,7 @@ import polars as pl
 from kgrag.errors import KgragError
 from kgrag.graphs.core import pagerank, select_core
 from kgrag.graphs.descriptions import summarise
-from kgrag.graphs.extraction import extract, merge
+from kgrag.graphs.extraction import counts_frame, extract, merge
 from kgrag.graphs.knn import knn_graph
 from kgrag.pipeline.registry import Counts, step_kind
 from kgrag.pipeline.runner import StepContext
@@ -84,12 +83,7 @@ def extract_core(ctx: StepContext) -> None:
         for chunk_id, text in ctx.progress(zip(todo["chunk_id"], todo["context"]),
                                            total=todo.height, desc="extract")
     ]
-    pl.DataFrame(
-        [{"chunk_id": x.chunk_id, "attempts": x.attempts, "error": x.error,
-          "entities": len(x.entities), "relationships": len(x.relationships),
-          **asdict(x.counts)} for x in extractions],
-        schema_overrides={"error": pl.String},
-    ).write_parquet(ctx.out_dir / EXTRACTIONS)  # every filter's counts, per chunk
+    counts_frame(extractions).write_parquet(ctx.out_dir / EXTRACTIONS)
     entities, relationships = merge(extractions)
     entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
     relationships.write_parquet(ctx.out_dir / RELATIONSHIPS_FILE)
