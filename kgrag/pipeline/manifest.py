@@ -12,7 +12,7 @@ from typing import Any
 from kgrag.pipeline.artefacts import write_json_atomic
 
 LIBRARIES = ("kgrag", "llama_cpp_python", "sentence-transformers", "transformers", "torch",
-             "lancedb", "polars", "diskcache", "jsonschema", "pyyaml")
+             "lancedb", "polars", "diskcache", "jsonschema", "pyyaml", "spacy")
 
 
 def library_versions() -> dict[str, str]:
