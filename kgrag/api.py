@@ -55,7 +55,9 @@ def open_session(spec_path: str | Path) -> Session:
     """Load and validate a spec, resolve its models and compile its plan (no work is done)."""
     spec = load_spec(spec_path)
     cache = CallCache(spec.cache_dir)
-    models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"])
+    nlp = spec.extraction["method"] == "nlp"
+    models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
+                    spec.extraction["pipeline"] if nlp else None)
     return Session(spec, cache, models, compile_plan(spec, models))
 
 

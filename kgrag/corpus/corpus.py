@@ -1,9 +1,10 @@
 """The in-memory corpus every pipeline stage starts from.
 
-A corpus is three Polars frames: the documents to index, for benchmark
-datasets the questions to ask against them and, where a dataset marks gold
-evidence at sentence level (HolisQA), the sentences with their character
-spans (otherwise empty). Keeping them in one frozen value means later stages
+A corpus is four Polars frames: the documents to index, for benchmark
+datasets the questions to ask against them, where a dataset marks gold
+evidence at sentence level (HolisQA) the sentences with their character
+spans, and where it marks gold facts (2Wiki's ``evidences``) the gold
+triples; the last two are empty otherwise. Keeping them in one frozen value means later stages
 (chunking, indexing, evaluation) never re-read the source files and cannot
 disagree about which subset was loaded.
 """
@@ -37,6 +38,13 @@ SENTENCE_SCHEMA: dict[str, pl.DataType] = {
     "text": pl.String(),
 }
 
+TRIPLE_SCHEMA: dict[str, pl.DataType] = {
+    "question_id": pl.String(),
+    "subject": pl.String(),
+    "relation": pl.String(),
+    "object": pl.String(),
+}
+
 
 def make_doc_id(title: str, text: str) -> str:
     """Derive a document id from its content.
@@ -67,6 +75,12 @@ def empty_sentences() -> pl.DataFrame:
     return pl.DataFrame(schema=SENTENCE_SCHEMA)
 
 
+def empty_triples() -> pl.DataFrame:
+    """Return a gold-triples frame with no rows but the full schema (every dataset
+    but 2Wiki), so extraction benchmarks read one layout."""
+    return pl.DataFrame(schema=TRIPLE_SCHEMA)
+
+
 @dataclass(frozen=True)
 class Corpus:
     """Documents to index plus the questions (possibly none) to evaluate.
@@ -80,9 +94,12 @@ class Corpus:
     ``doc_id``, ``start``, ``end`` (the sentence is ``text[start:end]`` of its
     document, so it can be matched against chunk spans exactly) and ``text``;
     it defaults to an empty frame, so importers without sentences need not
-    mention it.
+    mention it. ``triples`` has columns ``question_id``, ``subject``,
+    ``relation``, ``object``: the gold facts a question rests on, as the
+    dataset names them (the benchmark of extraction methods); empty by default.
     """
 
     documents: pl.DataFrame
     questions: pl.DataFrame
     sentences: pl.DataFrame = field(default_factory=empty_sentences)
+    triples: pl.DataFrame = field(default_factory=empty_triples)

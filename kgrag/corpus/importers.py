@@ -10,7 +10,8 @@ work: strict JSON Lines reading with file:line errors, question selection,
 answer cleaning and document deduplication.
 
 Datasets with sentence-level gold evidence (HolisQA) also fill
-``Corpus.sentences`` with each sentence's character span in its document.
+``Corpus.sentences`` with each sentence's character span in its document;
+2Wiki's gold facts (``evidences``) fill ``Corpus.triples``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from kgrag.corpus.corpus import (
     DOCUMENT_SCHEMA,
     QUESTION_SCHEMA,
     SENTENCE_SCHEMA,
+    TRIPLE_SCHEMA,
     Corpus,
     empty_questions,
     make_doc_id,
@@ -103,7 +105,8 @@ class QuestionRecord:
     ``paragraphs`` and ``supporting`` are (title, text) pairs; ids are derived
     only when the corpus is assembled, after selection, so documents of
     questions that were not selected never enter the corpus.
-    ``gold_sentence_ids`` is filled only by datasets with sentence-level gold.
+    ``gold_sentence_ids`` is filled only by datasets with sentence-level gold,
+    ``triples`` (subject, relation, object) only by datasets with gold facts.
     """
 
     line: int
@@ -113,6 +116,7 @@ class QuestionRecord:
     paragraphs: tuple[tuple[str, str], ...]
     supporting: tuple[tuple[str, str], ...]
     gold_sentence_ids: tuple[str, ...] = ()
+    triples: tuple[tuple[str, str, str], ...] = ()
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -204,13 +208,18 @@ def select_questions(
 
 
 def question_corpus(records: list[QuestionRecord]) -> Corpus:
-    """Build a corpus from selected questions: their paragraphs, deduplicated by (title, text)."""
+    """Build a corpus from selected questions: their paragraphs, deduplicated by (title, text),
+    and their gold triples (a triple shared by two questions is listed for each)."""
     documents: dict[tuple[str, str], str] = {}
     for record in records:
         for pair in record.paragraphs:
             if pair not in documents:
                 documents[pair] = make_doc_id(*pair)
-    return Corpus(documents=_documents_frame(documents), questions=_questions_frame(records))
+    triples = pl.DataFrame(
+        [(record.question_id, *triple) for record in records for triple in record.triples],
+        schema=TRIPLE_SCHEMA, orient="row")
+    return Corpus(documents=_documents_frame(documents), questions=_questions_frame(records),
+                  triples=triples)
 
 
 def _questions_frame(records: list[QuestionRecord]) -> pl.DataFrame:
@@ -303,7 +312,7 @@ def import_hotpotqa(path: Path, cfg: Mapping[str, Any]) -> Corpus:
 
 @importer("2wiki")
 def import_2wiki(path: Path, cfg: Mapping[str, Any]) -> Corpus:
-    """2WikiMultihopQA: same shape as HotpotQA.
+    """2WikiMultihopQA: same shape as HotpotQA, plus gold triples (``evidences``).
 
     Lines without a ``context`` are skipped: some public copies (including
     the shared sample, 36 of 200 lines) replace it with generated
@@ -343,7 +352,19 @@ def _context_question(lineno: int, record: Mapping[str, Any], path: Path) -> Que
         answers=clean_answers([get_field(record, "answer", str, where)]),
         paragraphs=tuple(paragraphs),
         supporting=tuple(pair for pair in paragraphs if pair[0] in gold_titles),
+        triples=_evidences(record, where),
     )
+
+
+def _evidences(record: Mapping[str, Any], where: str) -> tuple[tuple[str, str, str], ...]:
+    """2Wiki's gold facts, ``[subject, relation, object]`` each; none when absent (HotpotQA)."""
+    triples = []
+    for entry in record.get("evidences", []):
+        if not (isinstance(entry, list) and len(entry) == 3
+                and all(isinstance(part, str) for part in entry)):
+            raise KgragError(f"{where}: 'evidences' entries must be [subject, relation, object]")
+        triples.append((entry[0], entry[1], entry[2]))
+    return tuple(triples)
 
 
 def _join_sentences(sentences: list[str]) -> str:

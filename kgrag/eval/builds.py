@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import polars as pl
+
 # Step notes carried into a build's row: extraction and graph sizes. ``entities`` and
 # ``relationships`` are the extraction merged by normalised name (before HugRAG's
 # canonicalisation, whose counts are in the manifest).
@@ -46,3 +48,32 @@ def build_row(graph: str, kind: str, records: Sequence[dict[str, Any] | None]) -
         if "failed_chunks" in notes:
             row["failed_chunks"] = len(notes["failed_chunks"])
     return row
+
+
+def extraction_figures(counts: pl.DataFrame, wall_s: float | None,
+                       llm_tokens: int | None) -> dict[str, Any]:
+    """What one extraction made per chunk, and how fast, from its per-chunk counts
+    (``counts_frame``), its step's wall seconds and its LLM tokens (in + out).
+
+    ``grounded_share`` is the share of distinct proposed items (entities and
+    relationships, after normalising and deduplicating, before grounding) whose names
+    occur in the chunk; ``empty_chunks`` are chunks extracted without error that
+    yielded no entity (a result, not a failure). Timing and token figures are None
+    when the step's record is unknown.
+    """
+    ok = counts.filter(pl.col("error").is_null())
+    n = counts.height
+    proposed = (ok["entities_raw"] - ok["entities_empty"] - ok["entities_duplicate"]
+                + ok["entities_implied"] + ok["relationships_raw"]
+                - ok["relationships_invalid"] - ok["relationships_duplicate"]).sum()
+    ungrounded = (ok["entities_ungrounded"] + ok["relationships_ungrounded"]).sum()
+    return {
+        "entities_per_chunk": round(float(counts["entities"].sum()) / n, 2) if n else None,
+        "relationships_per_chunk": (round(float(counts["relationships"].sum()) / n, 2)
+                                    if n else None),
+        "empty_chunks": ok.filter(pl.col("entities") == 0).height,
+        "grounded_share": round(1 - ungrounded / proposed, 4) if proposed else None,
+        "chunks_per_min": round(60 * n / wall_s, 1) if wall_s and n else None,
+        "llm_tokens_per_chunk": (round(llm_tokens / n, 1) if llm_tokens is not None and n
+                                 else None),
+    }

@@ -124,7 +124,9 @@ COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "context_recall", "rea
 BUILD_COLUMNS = ("graph", "kind", "llm_requests", "llm_calls", "cache_hits", "tokens_in",
                  "tokens_out", "embeddings", "wall_s", "core_chunks", "parsed_first_try",
                  "failed_chunks", "entities", "relationships", "modules", "gates", "subchunks",
-                 "keywords")
+                 "keywords", "entities_per_chunk", "relationships_per_chunk", "empty_chunks",
+                 "grounded_share", "chunks_per_min", "llm_tokens_per_chunk", "gold_triples",
+                 "gold_in_scope", "entity_recall", "triple_recall", "relation_match")
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] = COLUMNS) -> str:

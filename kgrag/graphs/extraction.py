@@ -42,7 +42,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import polars as pl
@@ -421,7 +421,7 @@ def _filter(obj: Any, text: str, keep_ungrounded: bool
             counts["relationships_duplicate"] += 1
             kept = relationships[key]
             relationships[key] = replace(
-                kept, description=_join([kept.description, description]),
+                kept, description=join_descriptions([kept.description, description]),
                 strength=max(kept.strength, strength))
         else:
             relationships[key] = Relationship(source, target, description, strength, False)
@@ -451,14 +451,24 @@ def _merge_entity(kept: Entity, kind: str, description: str) -> Entity:
     new description is appended."""
     if kept.type == "other" and kind in ENTITY_TYPES:
         kept = replace(kept, type=kind)
-    return replace(kept, description=_join([kept.description, description]))
+    return replace(kept, description=join_descriptions([kept.description, description]))
 
 
-def _join(descriptions: Iterable[str]) -> str:
+def join_descriptions(descriptions: Iterable[str]) -> str:
     """Distinct non-empty descriptions in first-seen order, joined. Already joined
     ones are split first, so merging chunks cannot repeat a description."""
     parts = (p for d in descriptions for p in d.split(DESCRIPTION_SEPARATOR) if p)
     return DESCRIPTION_SEPARATOR.join(dict.fromkeys(parts))
+
+
+def counts_frame(extractions: Iterable[Extraction]) -> pl.DataFrame:
+    """One row per chunk: attempts, error, items kept and every filter's counts, so that
+    extraction quality can be measured after the fact (``kgrag.eval.builds``)."""
+    return pl.DataFrame(
+        [{"chunk_id": x.chunk_id, "attempts": x.attempts, "error": x.error,
+          "entities": len(x.entities), "relationships": len(x.relationships),
+          **asdict(x.counts)} for x in extractions],
+        schema_overrides={"error": pl.String})
 
 
 ENTITY_FRAME_SCHEMA: dict[str, pl.DataType] = {
@@ -508,7 +518,7 @@ def merge(extractions: Iterable[Extraction]) -> tuple[pl.DataFrame, pl.DataFrame
         entity_rows.append({
             "name": name,
             "type": types.most_common(1)[0][0] if types else "other",
-            "description": _join(e.description for _, e in seen),
+            "description": join_descriptions(e.description for _, e in seen),
             "source_chunk_ids": list(dict.fromkeys(chunk for chunk, _ in seen)),
             "grounded": any(e.grounded for _, e in seen),
         })
@@ -519,7 +529,7 @@ def merge(extractions: Iterable[Extraction]) -> tuple[pl.DataFrame, pl.DataFrame
         relationship_rows.append({
             "source": first.source,
             "target": first.target,
-            "description": _join(r.description for _, r in seen),
+            "description": join_descriptions(r.description for _, r in seen),
             "strength": sum(strengths) / len(strengths),
             "weight": sum(strengths),
             "source_chunk_ids": list(dict.fromkeys(chunk for chunk, _ in seen)),

@@ -11,6 +11,7 @@ from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder, EmbedderSettings
 from kgrag.models.llm import CachedLLM, LLMSettings
+from kgrag.models.pipelines import ResolvedPipeline, resolve_pipeline
 from kgrag.models.registry import ResolvedModel, resolve_embedder, resolve_llm
 from kgrag.models.usage import Usage
 
@@ -20,7 +21,7 @@ class Models:
     and loaded lazily (so a fully cached run never loads a model)."""
 
     def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path,
-                 extraction_model: str | None = None) -> None:
+                 extraction_model: str | None = None, pipeline: str | None = None) -> None:
         self.config = config
         self.cache = cache
         self.llm_model: ResolvedModel = resolve_llm(config["llm"]["model"], base_dir)
@@ -29,6 +30,8 @@ class Models:
             else resolve_llm(extraction_model, base_dir))
         self.embedder_model: ResolvedModel = resolve_embedder(config["embedder"]["model"],
                                                               base_dir)
+        self.pipeline: ResolvedPipeline | None = (
+            None if pipeline is None else resolve_pipeline(pipeline, base_dir))
 
     def _cached_llm(self, m: ResolvedModel) -> CachedLLM:
         c = self.config["llm"]
@@ -74,8 +77,11 @@ class Models:
     def describe(self) -> dict[str, Any]:
         roles = {"llm": self.llm_model, "extraction_llm": self.extraction_model,
                  "embedder": self.embedder_model}
-        return {role: {"name": m.name, "path": str(m.path), "sha256": m.sha256}
-                for role, m in roles.items()}
+        described = {role: {"name": m.name, "path": str(m.path), "sha256": m.sha256}
+                     for role, m in roles.items()}
+        if self.pipeline is not None:
+            described["pipeline"] = {"name": self.pipeline.name, **self.pipeline.identity()}
+        return described
 
 
 def bundled_embedder(cache: CallCache) -> tuple[Tokenizer, CachedEmbedder]:

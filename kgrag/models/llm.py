@@ -159,18 +159,22 @@ class LlamaCppBackend:
             if "tokenizer.chat_template" not in self._llama.metadata:
                 arch = self._llama.metadata.get("general.architecture", "")
                 self._llama.chat_format = FALLBACK_CHAT_FORMATS.get(arch, "chatml")
+        return self._llama
+
+    def _fit_threads(self) -> None:
+        """Run the next call on the cores others leave free (unless the spec fixed a count)."""
         if self._share is not None:
             import llama_cpp
 
             threads = self._share.threads()
-            llama_cpp.llama_set_n_threads(self._llama.ctx, threads, threads)
-        return self._llama
+            llama_cpp.llama_set_n_threads(self._model().ctx, threads, threads)
 
     def generate(self, request: dict[str, Any]) -> Completion:
         """Run one completion described by a cache ``request`` dict: a chat completion
         when it carries ``messages``, a plain text completion when it carries ``prompt``."""
         from llama_cpp import LlamaGrammar
 
+        self._fit_threads()
         grammar = None
         if request.get("json_schema") is not None:
             grammar = LlamaGrammar.from_json_schema(json.dumps(request["json_schema"]), verbose=False)

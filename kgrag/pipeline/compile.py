@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.errors import KgragError
+from kgrag.graphs.nlp_extraction import NLP_EXTRACTOR_VERSION
 from kgrag.models import Models
 from kgrag.models.registry import file_sha256, folder_sha256
 from kgrag.pipeline.plan import Plan
@@ -104,9 +105,10 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
     built: dict[str, list[tuple[dict[str, Any], str]]] = {}
     builds: list[dict[str, Any]] = []
     embedder = models.embedder_model.sha256
-    extraction = {k: v for k, v in thaw(spec.extraction).items() if k != "model"}
-    extraction["llm"] = {**llm, "sha256": models.extraction_model.sha256,
-                         "max_retries": spec.models["llm"]["max_retries"]}
+    llm_work = {"llm": {**llm, "sha256": models.extraction_model.sha256,
+                        "max_retries": spec.models["llm"]["max_retries"]},
+                "prompt": spec.extraction["prompt"]}
+    extraction = _extraction_config(spec, models, llm_work)
     for graph in map(thaw, spec.graphs):
         for chosen, cfg in variants(graph, SWEEPABLE_GRAPH):
             name = label(graph["name"], chosen)
@@ -118,13 +120,11 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
                 extract = plan.add(f"extract.{name}", "extract",
                                    {**extraction, "beta": cfg["beta"]},
                                    {"chunks": "chunks", "core": core.name})
-                summarise = ({"summarise": {"llm": extraction["llm"],
-                                            "prompt": extraction["prompt"]}}
-                             if cfg["summarise_descriptions"] else {})
+                summarise = {"summarise": llm_work} if cfg["summarise_descriptions"] else {}
                 plan.add(f"skeleton.{name}", "skeleton", {"embedder": embedder, **summarise},
                          {"extract": extract.name})
             elif cfg["kind"] == "hierarchy":
-                _add_hierarchy(plan, name, cfg, extraction, embedder)
+                _add_hierarchy(plan, name, cfg, extraction, llm_work, embedder)
             else:
                 # sub-chunks render like their chunks; ``title`` is in the config only when
                 # false, so the fingerprints of titled builds (the default) stay as they were
@@ -138,14 +138,27 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
     return built, builds
 
 
+def _extraction_config(spec: Spec, models: Models, llm_work: dict[str, Any]) -> dict[str, Any]:
+    """The ``extract`` steps' config. For method ``llm`` it is exactly what it was before
+    the nlp method existed (the extraction settings and the LLM), so that every landed
+    spec keeps its fingerprints; for ``nlp`` it is the pipeline's identity and the
+    extractor's version, and names no LLM."""
+    settings = thaw(spec.extraction)
+    if settings["method"] == "nlp":
+        assert models.pipeline is not None, "Models resolves the pipeline of method nlp"
+        return {"method": "nlp", "pipeline": models.pipeline.identity(),
+                "extractor": NLP_EXTRACTOR_VERSION}
+    return {**{k: v for k, v in settings.items() if k not in ("model", "method", "pipeline")},
+            "llm": llm_work["llm"]}
+
+
 def _add_hierarchy(plan: Plan, name: str, cfg: dict[str, Any], extraction: dict[str, Any],
-                   embedder: str) -> None:
+                   llm: dict[str, Any], embedder: str) -> None:
     """HugRAG's build: extraction on every chunk, hierarchy, module summaries, gates.
 
     Summaries and gate checks are knowledge-building LLM work, so they use the
-    extraction LLM and its prompt style, like the extraction itself.
+    extraction LLM and its prompt style (``llm``), whatever the extraction method.
     """
-    llm = {"llm": extraction["llm"], "prompt": extraction["prompt"]}
     extract = plan.add(f"extract.{name}", "extract", {**extraction, "beta": 1.0},
                        {"chunks": "chunks"})
     hierarchy = plan.add(

@@ -20,7 +20,7 @@ from kgrag.models.llm import usable_cores
 from kgrag.pipeline.artefacts import write_json_atomic
 
 LIBRARIES = ("kgrag", "llama_cpp_python", "sentence-transformers", "transformers", "torch",
-             "lancedb", "polars", "diskcache", "jsonschema", "pyyaml")
+             "lancedb", "polars", "diskcache", "jsonschema", "pyyaml", "spacy")
 
 
 def machine() -> dict[str, Any]:

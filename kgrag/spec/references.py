@@ -1,9 +1,10 @@
 """Cross-references between a spec's graph builds and query strategies.
 
-The schema lists every parameter any graph kind or strategy takes; which of
-them apply to which kind, and which graph a strategy may name, is checked here,
-so that a parameter that would silently do nothing (``tau`` on a skeleton,
-``theta`` on ``naive``) is an error rather than a no-op.
+The schema lists every parameter any graph kind, strategy or extraction method
+takes; which of them apply to which kind or method, and which graph a strategy
+may name, is checked here, so that a parameter that would silently do nothing
+(``tau`` on a skeleton, ``theta`` on ``naive``, ``max_entities`` with method
+``nlp``) is an error rather than a no-op.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ STRATEGY_PARAMS = {
     "ppr": {"skeleton", "hierarchy", "damping", "max_iterations", "dense_seeds", "titles"},
 }
 FUSABLE = ("naive", "bm25", "ppr")  # strategies that rank chunks (kgrag.retrieval.RANKERS)
+# ``model`` and ``prompt`` serve every method: the extraction LLM also writes description
+# summaries and HugRAG's module summaries and gate checks.
+EXTRACTION_PARAMS = {
+    "llm": {"model", "prompt", "max_tokens", "max_entities", "max_relationships",
+            "keep_ungrounded"},
+    "nlp": {"model", "prompt", "pipeline"},
+}
 THETA_DEFAULTS = {"ket": 0.4, "hybrid": 0.5}  # KET-RAG's θ; Hybrid-RAG's equal split
 COMMON_GRAPH = {"name", "kind"}
 COMMON_STRATEGY = {"name", "strategy", "budget_tokens"}
@@ -43,6 +51,9 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
     ``raw`` is what the user wrote (to see which parameters were set explicitly);
     ``filled`` has the defaults (to see the effective θ).
     """
+    method = filled["extraction"]["method"]
+    yield from _misplaced(("extraction",), raw.get("extraction", {}),
+                          EXTRACTION_PARAMS[method] | {"method"}, f"extraction method {method}")
     kinds: dict[str, str] = {}
     entries = {q["name"]: q["strategy"] for q in raw.get("query", [])}
     for i, graph in enumerate(raw.get("graphs", [])):

@@ -1,7 +1,12 @@
-"""Step ``import``: the spec's corpus → documents.parquet, questions.parquet, sentences.parquet.
+"""Step ``import``: the spec's corpus → documents.parquet, questions.parquet, sentences.parquet,
+triples.parquet.
 
 ``sentences.parquet`` is empty except for datasets with sentence-level gold
-(HolisQA); it is always written so the evaluate step reads one layout.
+(HolisQA), ``triples.parquet`` except for datasets with gold facts (2Wiki); both
+are always written so the evaluate step reads one layout. A corpus artefact built
+before gold triples were kept has no ``triples.parquet``; the step's version is
+unchanged on purpose, so that adding the file did not invalidate every landed
+run (the evaluate step says how to rebuild it when it needs the triples).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from kgrag.pipeline.runner import StepContext
 DOCUMENTS = "documents.parquet"
 QUESTIONS = "questions.parquet"
 SENTENCES = "sentences.parquet"
+TRIPLES = "triples.parquet"
 
 
 @step_kind("import", "2")
@@ -21,5 +27,6 @@ def import_corpus(ctx: StepContext) -> None:
     corpus.documents.write_parquet(ctx.out_dir / DOCUMENTS)
     corpus.questions.write_parquet(ctx.out_dir / QUESTIONS)
     corpus.sentences.write_parquet(ctx.out_dir / SENTENCES)
+    corpus.triples.write_parquet(ctx.out_dir / TRIPLES)
     ctx.notes.update(documents=corpus.documents.height, questions=corpus.questions.height,
-                     sentences=corpus.sentences.height)
+                     sentences=corpus.sentences.height, triples=corpus.triples.height)

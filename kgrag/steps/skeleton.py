@@ -1,10 +1,12 @@
 """KET-RAG's skeleton build as three steps (Alg. 3, KG part).
 
 ``core``     KNN chunk graph + PageRank (or uniform) core selection — no LLM.
-``extract``  LLM extraction on the core chunks only — the one LLM-paying step. Its
-             per-chunk calls live in the shared cache, keyed by chunk text, model,
-             prompt and schema, so any other build over the same chunks (another β,
-             HugRAG's hierarchy) replays them instead of paying again.
+``extract``  extraction on the core chunks only: LLM calls (``method: llm``, the one
+             LLM-paying step) or a spaCy parse (``method: nlp``, no LLM). Its
+             per-chunk results live in the shared cache, keyed by chunk text and
+             model, prompt and schema or pipeline and extractor version, so any
+             other build over the same chunks (another β, HugRAG's hierarchy)
+             replays them instead of paying again.
 ``skeleton`` entity and relationship tables with rendered rows, entity and
              relationship vectors in LanceDB, a GraphML export, and (optionally)
              one LLM-written description per entity or relationship seen in
@@ -14,7 +16,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from typing import Any
 
 import networkx as nx
@@ -24,8 +25,9 @@ import polars as pl
 from kgrag.errors import KgragError
 from kgrag.graphs.core import pagerank, select_core
 from kgrag.graphs.descriptions import summarise
-from kgrag.graphs.extraction import extract, merge
+from kgrag.graphs.extraction import Extraction, counts_frame, extract, merge
 from kgrag.graphs.knn import knn_graph
+from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
 from kgrag.pipeline.registry import Counts, step_kind
 from kgrag.pipeline.runner import StepContext
 from kgrag.retrieval.knng import KNN_FILE
@@ -62,7 +64,9 @@ def core(ctx: StepContext) -> None:
 
 
 def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
-    """One call per core chunk, plus the retries each may need."""
+    """One call per core chunk, plus the retries each may need; none for method nlp."""
+    if config.get("method") == "nlp":
+        return 0
     if counts.chunks is None:
         return None
     core_chunks = math.ceil(round(config["beta"] * counts.chunks, 9))
@@ -71,25 +75,15 @@ def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
 
 @step_kind("extract", "2", max_llm_calls=extraction_calls)
 def extract_core(ctx: StepContext) -> None:
-    chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE, columns=["chunk_id", "context"])
+    chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE,
+                             columns=["chunk_id", "title", "text", "context"])
     todo = chunks  # HugRAG's hierarchy extracts from every chunk: it has no core step
     if "core" in ctx.inputs:
         core_ids = pl.read_parquet(ctx.input("core") / CORE).filter(pl.col("core"))["chunk_id"]
         todo = chunks.filter(pl.col("chunk_id").is_in(core_ids.implode()))
-    cfg, llm = ctx.config, ctx.models.extraction_llm
-    extractions = [
-        extract(llm, chunk_id, text, style=cfg["prompt"], max_tokens=cfg["max_tokens"],
-                max_entities=cfg["max_entities"], max_relationships=cfg["max_relationships"],
-                keep_ungrounded=cfg["keep_ungrounded"])
-        for chunk_id, text in ctx.progress(zip(todo["chunk_id"], todo["context"]),
-                                           total=todo.height, desc="extract")
-    ]
-    pl.DataFrame(
-        [{"chunk_id": x.chunk_id, "attempts": x.attempts, "error": x.error,
-          "entities": len(x.entities), "relationships": len(x.relationships),
-          **asdict(x.counts)} for x in extractions],
-        schema_overrides={"error": pl.String},
-    ).write_parquet(ctx.out_dir / EXTRACTIONS)  # every filter's counts, per chunk
+    extractions = (_extract_nlp(ctx, todo) if ctx.config.get("method") == "nlp"
+                   else _extract_llm(ctx, todo))
+    counts_frame(extractions).write_parquet(ctx.out_dir / EXTRACTIONS)
     entities, relationships = merge(extractions)
     entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
     relationships.write_parquet(ctx.out_dir / RELATIONSHIPS_FILE)
@@ -99,7 +93,33 @@ def extract_core(ctx: StepContext) -> None:
         failed_chunks=failed,
         parsed_first_try=round(sum(x.attempts == 1 and not x.failed for x in extractions)
                                / max(1, len(extractions)), 4),
+        empty_chunks=sum(not x.failed and not x.entities for x in extractions),
         entities=entities.height, relationships=relationships.height)
+
+
+def _extract_llm(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
+    """One constrained call per chunk on its retrieval unit (title line included)."""
+    cfg, llm = ctx.config, ctx.models.extraction_llm
+    return [
+        extract(llm, chunk_id, text, style=cfg["prompt"], max_tokens=cfg["max_tokens"],
+                max_entities=cfg["max_entities"], max_relationships=cfg["max_relationships"],
+                keep_ungrounded=cfg["keep_ungrounded"])
+        for chunk_id, text in ctx.progress(zip(todo["chunk_id"], todo["context"]),
+                                           total=todo.height, desc="extract")
+    ]
+
+
+def _extract_nlp(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
+    """The spaCy pipeline on each chunk's text; the title counts only where the unit
+    shows it (``chunking.title``), as the LLM would see it only there."""
+    chunks = [Chunk(chunk_id, text, title if context == f"# {title}\n{text}" else None)
+              for chunk_id, title, text, context
+              in todo.select("chunk_id", "title", "text", "context").iter_rows()]
+    extractor = NlpExtractor(ctx.models.pipeline, ctx.models.cache)
+    extractions = extractor.extract(
+        chunks, lambda docs, total: ctx.progress(docs, total=total, desc="extract"))
+    ctx.notes.update(parsed=extractor.parsed, parse_cache_hits=extractor.cache_hits)
+    return extractions
 
 
 def read_extraction(ctx: StepContext) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from kgrag.corpus import Corpus, load_corpus
-from kgrag.corpus.corpus import DOCUMENT_SCHEMA, QUESTION_SCHEMA, SENTENCE_SCHEMA
+from kgrag.corpus.corpus import DOCUMENT_SCHEMA, QUESTION_SCHEMA, SENTENCE_SCHEMA, TRIPLE_SCHEMA
 from kgrag.errors import KgragError
 
 
@@ -156,6 +156,33 @@ def test_context_datasets(
         assert text == text.strip()
     n_paragraphs = sum(len(row["context"]) for row in raw)
     assert 0 < corpus.documents.height < n_paragraphs
+
+
+def test_2wiki_evidences_survive_as_gold_triples(repo_root: Path, data_dir: Path):
+    raw = [row for row in read_lines(data_dir / "2wiki_200.jsonl") if "context" in row][:3]
+    corpus = load(repo_root, "2wiki", data_dir / "2wiki_200.jsonl", limit=3)
+    assert corpus.triples.schema == pl.Schema(TRIPLE_SCHEMA)
+    expected = [(row["_id"], *triple) for row in raw for triple in row["evidences"]]
+    assert corpus.triples.rows() == expected
+    assert ("Free Guy", "director", "Shawn Levy") in {row[1:] for row in expected}
+    titles = set(corpus.documents["title"])
+    assert {"Forbidden Ground", "Free Guy", "Shawn Levy"} <= titles  # subjects' paragraphs
+
+
+def test_datasets_without_gold_facts_have_no_triples(repo_root: Path, data_dir: Path):
+    for dataset, file_name in (("hotpotqa", "hotpotqa_200.jsonl"),
+                               ("musique", "musique_200.jsonl")):
+        corpus = load(repo_root, dataset, data_dir / file_name, limit=2)
+        assert corpus.triples.is_empty()
+        assert corpus.triples.schema == pl.Schema(TRIPLE_SCHEMA)
+
+
+def test_malformed_evidences_name_the_line(tmp_path: Path, data_dir: Path):
+    row = next(r for r in read_lines(data_dir / "2wiki_200.jsonl") if "context" in r)
+    path = tmp_path / "2wiki.jsonl"
+    path.write_text(json.dumps({**row, "evidences": [["Free Guy", "director"]]}) + "\n")
+    with pytest.raises(KgragError, match=r"2wiki\.jsonl:1: 'evidences' entries must be"):
+        load(tmp_path, "2wiki", path)
 
 
 def test_hotpotqa_sentences_are_joined_with_single_spaces(repo_root: Path, data_dir: Path):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from kgrag.eval.builds import build_row
+import polars as pl
+
+from kgrag.eval.builds import build_row, extraction_figures
 from kgrag.eval.report import BUILD_COLUMNS, format_table
+from kgrag.graphs.extraction import Extraction, ExtractionCounts, counts_frame
 
 
 def record(calls: int, hits: int, wall_s: float, **notes) -> dict:
@@ -31,3 +34,20 @@ def test_a_step_without_a_record_makes_the_costs_unknown_not_zero() -> None:
     table = format_table([row], BUILD_COLUMNS)
     assert table.splitlines()[0].split()[:3] == ["graph", "kind", "llm_requests"]
     assert table.splitlines()[2].split()[2] == "-"
+
+
+def test_extraction_figures_per_chunk_grounding_and_speed() -> None:
+    counts = counts_frame([
+        Extraction("c1", (), (), 1, ExtractionCounts(
+            entities_raw=5, entities_empty=1, entities_duplicate=1, entities_implied=1,
+            entities_ungrounded=1, relationships_raw=3, relationships_invalid=1,
+            relationships_ungrounded=1)),
+        Extraction("c2", (), (), 1),  # nothing found: an empty chunk, not a failure
+        Extraction("c3", (), (), 3, error="never parsed"),
+    ]).with_columns(entities=pl.Series([3, 0, 0]), relationships=pl.Series([1, 0, 0]))
+    figures = extraction_figures(counts, wall_s=30.0, llm_tokens=600)
+    assert figures == {"entities_per_chunk": 1.0, "relationships_per_chunk": 0.33,
+                       "empty_chunks": 1, "grounded_share": round(1 - 2 / 6, 4),
+                       "chunks_per_min": 6.0, "llm_tokens_per_chunk": 200.0}
+    unknown = extraction_figures(counts, wall_s=None, llm_tokens=None)
+    assert unknown["chunks_per_min"] is None and unknown["llm_tokens_per_chunk"] is None

