@@ -125,6 +125,9 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
                          {"extract": extract.name})
             elif cfg["kind"] == "hierarchy":
                 _add_hierarchy(plan, name, cfg, extraction, llm_work, embedder)
+            elif cfg["kind"] == "entities":  # the extraction alone, as HugRAG's: what ppr walks
+                plan.add(f"extract.{name}", "extract", {**extraction, "beta": 1.0},
+                         {"chunks": "chunks"})
             else:
                 # sub-chunks render like their chunks; ``title`` is in the config only when
                 # false, so the fingerprints of titled builds (the default) stay as they were
@@ -196,7 +199,7 @@ def _expand_strategy(query: dict[str, Any],
                      graphs: dict[str, list[tuple[dict[str, Any], str]]]
                      ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Every concrete strategy a (possibly swept) spec entry stands for."""
-    refs = [key for key in ("skeleton", "bipartite", "hierarchy") if query.get(key)]
+    refs = [key for key in ("skeleton", "bipartite", "hierarchy", "entities") if query.get(key)]
     out = []
     for picked in itertools.product(*(graphs[query[key]] for key in refs)):
         for chosen, cfg in variants(query, SWEEPABLE_QUERY):

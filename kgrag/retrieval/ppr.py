@@ -5,8 +5,11 @@ nearest the question; a multi-hop question needs the passage two links away.
 HippoRAG's answer, followed here: a random walk with restart at the question's
 entities over the entity–chunk graph, chunks ranked by the mass they collect.
 
-Graph (built when the strategy loads, from any build with entity tables: a
-skeleton or a hierarchy, whatever extraction made them):
+Graph (built when the strategy loads, in about a second, from the entity and
+relationship tables of any build, whatever extraction made them: a skeleton's or an
+``entities`` build's extraction step, a hierarchy's canonical entities; a skeleton is
+read at its extraction, so PPR neither waits for nor depends on the skeleton's entity
+and relationship vectors, which on 1,300 chunks take half an hour on 2 busy cores):
 
 * a node per entity and per chunk;
 * an edge of weight 1 between an entity and every chunk it was extracted from;
@@ -55,7 +58,8 @@ from kgrag.store.vectors import VectorTable
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
 
-GRAPH_KEYS = ("skeleton", "hierarchy")
+# graph key of the spec → the step whose entity tables ppr reads
+GRAPH_STEPS = {"skeleton": "extract", "entities": "extract", "hierarchy": "hierarchy"}
 MAX_STRENGTH = 10.0  # relationship strengths are on the extraction's 1–10 scale
 NO_SEED = "no entity of the question is in the graph: dense ranking"
 STOPWORDS = frozenset(STOPWORDS_EN)
@@ -92,7 +96,8 @@ class EntityGraph:
         index: dict[str, int] = {}
         aliases: dict[str, list[str]] = {}
         pairs: list[tuple[int, int]] = []
-        for name, mentioned in zip(entities["name"].to_list(), entities["chunk_ids"].to_list()):
+        for name, mentioned in zip(entities["name"].to_list(),
+                                   entities["source_chunk_ids"].to_list()):
             node = index.setdefault(normalise_name(name), len(index))
             aliases.setdefault(normalise_name(name), [name])
             pairs += [(node, chunks[c]) for c in mentioned if c in chunks]
@@ -153,11 +158,13 @@ class PprStrategy:
 
     @staticmethod
     def needs(config: dict[str, Any]) -> dict[str, str]:
-        named = [key for key in GRAPH_KEYS if config.get(key)]
+        named = [key for key in GRAPH_STEPS if config.get(key)]
         if len(named) != 1:
             raise KgragError(f"strategy {config['name']!r}: ppr walks one graph; name a "
-                             "skeleton or a hierarchy build (exactly one)")
-        return {"graph": f"{named[0]}.{config[named[0]]}", "dense": "dense", "chunks": "chunks"}
+                             "skeleton, hierarchy or entities build (exactly one)")
+        key = named[0]
+        return {"graph": f"{GRAPH_STEPS[key]}.{config[key]}", "dense": "dense",
+                "chunks": "chunks"}
 
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
@@ -167,7 +174,7 @@ class PprStrategy:
             raise KgragError(f"strategy {config['name']!r}: damping must be in (0, 1), "
                              f"got {damping}")
         folder = artefacts["graph"]
-        entities = pl.read_parquet(folder / ENTITIES_FILE, columns=["name", "chunk_ids"])
+        entities = pl.read_parquet(folder / ENTITIES_FILE, columns=["name", "source_chunk_ids"])
         if entities.is_empty():
             raise KgragError(f"strategy {config['name']!r}: the graph in {folder} has no "
                              "entities; ppr needs an entity table to walk")

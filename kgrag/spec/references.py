@@ -15,6 +15,7 @@ from typing import Any
 GRAPH_PARAMS = {
     "skeleton": {"beta", "select", "knn_k", "seed", "summarise_descriptions"},
     "bipartite": {"tau"},
+    "entities": set(),
     "hierarchy": {"fuzzy", "cosine", "max_cluster_size", "max_levels", "seed", "gate_top_m",
                   "gate_min_similarity", "summary_entities"},
 }
@@ -28,7 +29,8 @@ STRATEGY_PARAMS = {
                "causal_filter", "filter_prompt"},
     "bm25": set(),
     "fusion": {"fuse", "rrf_k"},
-    "ppr": {"skeleton", "hierarchy", "damping", "max_iterations", "dense_seeds", "titles"},
+    "ppr": {"skeleton", "hierarchy", "entities", "damping", "max_iterations", "dense_seeds",
+            "titles"},
 }
 FUSABLE = ("naive", "bm25", "ppr")  # strategies that rank chunks (kgrag.retrieval.RANKERS)
 # ``model`` and ``prompt`` serve every method: the extraction LLM also writes description
@@ -76,10 +78,10 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
         if strategy == "hugrag":
             wanted.append(("hierarchy", "hierarchy"))
         if strategy == "ppr":
-            named = [key for key in ("skeleton", "hierarchy") if q[key] is not None]
+            named = [key for key in ("skeleton", "hierarchy", "entities") if q[key] is not None]
             if len(named) != 1:
-                yield ("query", i), ("strategy ppr walks one graph: set either 'skeleton' or "
-                                     "'hierarchy' to the name of a graph build")
+                yield ("query", i), ("strategy ppr walks one graph: set one of 'skeleton', "
+                                     "'hierarchy' or 'entities' to the name of a graph build")
             wanted += [(key, key) for key in named]
         if strategy == "fusion":
             yield from _fusion_problems(i, q_raw, entries)

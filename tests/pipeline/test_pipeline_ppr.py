@@ -21,21 +21,23 @@ QUERY = [
     {"name": "ppr", "strategy": "ppr", "skeleton": "skel", "budget_tokens": 600},
     {"name": "ppr-dense", "strategy": "ppr", "skeleton": "skel", "dense_seeds": 0.05,
      "budget_tokens": 600},
+    {"name": "ppr-entities", "strategy": "ppr", "entities": "ents", "budget_tokens": 600},
 ]
 
 
 def ppr_spec(project: Path, query: list[dict] = QUERY, **graph) -> Path:
     return write_spec(
         project, "ppr", corpus={"dataset": "musique", "path": "../corpus.jsonl", "limit": 2},
-        graphs=[{"name": "skel", "kind": "skeleton", "beta": 1.0, **graph}], query=query,
+        graphs=[{"name": "skel", "kind": "skeleton", "beta": 1.0, **graph},
+                {"name": "ents", "kind": "entities"}], query=query,
         answer={"questions": 0}, evaluate={"metrics": ["coverage", "recall@2", "recall@5"]})
 
 
 def test_ppr_bm25_and_fusion_rows_beside_dense(project: Path) -> None:
     steps, rows, _ = run_with(ppr_spec(project), RuleLLM())
     assert set(rows) == {"dense@budget_tokens=600", "dense@budget_tokens=1200", "bm25", "rrf",
-                         "ppr", "ppr-dense"}
-    for name in ("bm25", "rrf", "ppr", "ppr-dense"):
+                         "ppr", "ppr-dense", "ppr-entities"}
+    for name in ("bm25", "rrf", "ppr", "ppr-dense", "ppr-entities"):
         assert 0 <= rows[name]["recall@5"] <= 1 and rows[name]["context_tokens_mean"] <= 600
         assert steps[f"retrieve.{name}"]["llm"]["calls"] == 0
     folder = project / "outputs" / "ppr" / steps["retrieve.ppr"]["artefact"]
@@ -46,6 +48,9 @@ def test_ppr_bm25_and_fusion_rows_beside_dense(project: Path) -> None:
         assert trace["scores"] and all(score >= 0 for score in trace["scores"].values())
     fallbacks = sum("fallback" in t for t in traces)
     assert steps["retrieve.ppr"].get("notes", {}).get("fallbacks", 0) == fallbacks
+    # an entities build is the extraction alone, on every chunk
+    assert "extract.ents" in steps and "skeleton.ents" not in steps and "core.ents" not in steps
+    assert rows["ppr-entities"]["recall@5"] == rows["ppr"]["recall@5"]  # β = 1: same tables
 
 
 def test_a_question_without_a_linkable_entity_is_a_counted_fallback(project: Path) -> None:
@@ -71,7 +76,7 @@ def run_cli(capsys, *argv):
 
 @pytest.mark.parametrize("query, message", [
     ([{"name": "p", "strategy": "ppr", "budget_tokens": 600}],
-     "strategy ppr walks one graph: set either 'skeleton' or 'hierarchy'"),
+     "strategy ppr walks one graph: set one of 'skeleton', 'hierarchy' or 'entities'"),
     ([{"name": "p", "strategy": "ppr", "skeleton": "kw", "budget_tokens": 600}],
      "no skeleton graph named 'kw'"),
     ([{"name": "p", "strategy": "ppr", "skeleton": "skel", "damping": 1.0}], "damping"),

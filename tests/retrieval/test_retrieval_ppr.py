@@ -36,7 +36,8 @@ QUESTION = "Where was the director of the film Forbidden Ground born?"
 
 
 def tables(relationships: list[tuple[str, str, float]] = ()) -> tuple[pl.DataFrame, pl.DataFrame]:
-    entities = pl.DataFrame({"name": list(ENTITIES), "chunk_ids": list(ENTITIES.values())})
+    entities = pl.DataFrame({"name": list(ENTITIES),
+                             "source_chunk_ids": list(ENTITIES.values())})
     rels = pl.DataFrame({"source": [r[0] for r in relationships],
                          "target": [r[1] for r in relationships],
                          "strength": [r[2] for r in relationships]},
@@ -147,6 +148,7 @@ def write_indexes(root: Path, entities: pl.DataFrame, relationships: pl.DataFram
 
 
 CONFIG = {"name": "ppr", "strategy": "ppr", "skeleton": "skel", "hierarchy": None,
+          "entities": None,
           "budget_tokens": 20, "damping": 0.5, "max_iterations": 50, "dense_seeds": 0.0,
           "titles": True}
 
@@ -158,10 +160,14 @@ def resources() -> Resources:
 
 def test_load_reads_a_build_folder(tmp_path: Path):
     folders = write_indexes(tmp_path, *tables())
-    assert PprStrategy.needs(CONFIG) == {"graph": "skeleton.skel", "dense": "dense",
+    # a skeleton is read at its extraction (no need of its vectors), a hierarchy at its
+    # canonical entities
+    assert PprStrategy.needs(CONFIG) == {"graph": "extract.skel", "dense": "dense",
                                          "chunks": "chunks"}
     assert PprStrategy.needs({**CONFIG, "skeleton": None, "hierarchy": "h"})["graph"] == \
         "hierarchy.h"
+    assert PprStrategy.needs({**CONFIG, "skeleton": None, "entities": "e"})["graph"] == \
+        "extract.e"
     loaded = PprStrategy.load(CONFIG, folders, resources())
     assert loaded.retrieve(QUESTION, QUESTION_VECTOR).unit_ids == ["c1", "c2"]
 
