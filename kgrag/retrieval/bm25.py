@@ -11,6 +11,7 @@ built when the strategy loads rather than kept as an artefact.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,8 @@ from kgrag.retrieval.units import Context, Units
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
+
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
 
 
 class Bm25Index:

@@ -12,7 +12,11 @@ read at its extraction, so PPR neither waits for nor depends on the skeleton's e
 and relationship vectors, which on 1,300 chunks take half an hour on 2 busy cores):
 
 * a node per entity and per chunk;
-* an edge of weight 1 between an entity and every chunk it was extracted from;
+* an edge between an entity and every chunk it was extracted from, of weight 1 / (the
+  chunks the entity is linked to) with ``specific_steps`` (the default), else 1: a step
+  from a chunk then favours its rare entities over hub concepts such as "FILM" that
+  would leak the walk's mass across the corpus (on 2wiki_200, R@5 0.875 → 0.887),
+  while a step from an entity still spreads evenly over its chunks;
 * an edge of weight strength / 10 between the two entities of a relationship;
 * with ``titles``, each chunk's title as one more entity (merged with an extracted
   entity of the same normalised name), linked to the chunk: encyclopedic passages
@@ -89,9 +93,10 @@ class EntityGraph:
 
     @classmethod
     def build(cls, entities: pl.DataFrame, relationships: pl.DataFrame, chunk_ids: list[str],
-              titles: dict[str, str] | None) -> EntityGraph:
+              titles: dict[str, str] | None, specific_steps: bool = True) -> EntityGraph:
         """The graph of one build's tables; ``titles`` (chunk id → title) adds title
-        entities. Chunk ids the build names but ``chunk_ids`` lacks are ignored."""
+        entities; ``specific_steps`` weights each entity–chunk edge by the entity's
+        specificity. Chunk ids the build names but ``chunk_ids`` lacks are ignored."""
         chunks = {c: j for j, c in enumerate(chunk_ids)}
         index: dict[str, int] = {}
         aliases: dict[str, list[str]] = {}
@@ -111,7 +116,8 @@ class EntityGraph:
         links = sorted(set(pairs))
         rows = [e for e, _ in links]
         cols = [n_entities + c for _, c in links]
-        weights = [1.0] * len(links)
+        mentions = np.bincount(np.array(rows, dtype=np.int64), minlength=n_entities)
+        weights = (list(1.0 / mentions[rows]) if specific_steps else [1.0] * len(links))
         for source, target, strength in relationships.select(
                 "source", "target", "strength").iter_rows():
             a, b = index.get(normalise_name(source)), index.get(normalise_name(target))
@@ -122,8 +128,6 @@ class EntityGraph:
         size = n_entities + len(chunk_ids)
         upper = sp.coo_matrix((weights, (rows, cols)), shape=(size, size)).tocsr()
         adjacency = (upper + upper.T).tocsr()  # a relationship seen twice adds its weights
-        mentions = np.bincount(np.array(rows[: len(links)], dtype=np.int64),
-                               minlength=n_entities)
         keys: dict[tuple[str, ...], int] = {}
         for name, node in index.items():
             for alias in [name, *aliases.get(name, [])]:
@@ -186,7 +190,8 @@ class PprStrategy:
             chunks = pl.read_parquet(artefacts["chunks"] / CHUNKS_FILE,
                                      columns=["chunk_id", "title"])
             titles = dict(zip(chunks["chunk_id"].to_list(), chunks["title"].to_list()))
-        graph = EntityGraph.build(entities, relationships, ids, titles)
+        graph = EntityGraph.build(entities, relationships, ids, titles,
+                                  config["specific_steps"])
         return cls(graph, matrix, resources.units, config["budget_tokens"], damping,
                    config["max_iterations"], config["dense_seeds"])
 

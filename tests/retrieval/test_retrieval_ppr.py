@@ -150,7 +150,7 @@ def write_indexes(root: Path, entities: pl.DataFrame, relationships: pl.DataFram
 CONFIG = {"name": "ppr", "strategy": "ppr", "skeleton": "skel", "hierarchy": None,
           "entities": None,
           "budget_tokens": 20, "damping": 0.5, "max_iterations": 50, "dense_seeds": 0.0,
-          "titles": True}
+          "titles": True, "specific_steps": True}
 
 
 def resources() -> Resources:
@@ -181,3 +181,14 @@ def test_a_graph_without_entities_or_a_bad_damping_is_refused(tmp_path: Path):
         PprStrategy.load({**CONFIG, "damping": 1.0}, folders, resources())
     with pytest.raises(KgragError, match="exactly one"):
         PprStrategy.needs({**CONFIG, "hierarchy": "h"})
+
+
+def test_specific_steps_weight_mention_edges_by_the_entity_specificity():
+    specific = EntityGraph.build(*tables(), CHUNK_IDS, None, specific_steps=True)
+    plain = EntityGraph.build(*tables(), CHUNK_IDS, None, specific_steps=False)
+    film, lee = specific.names.index("FILM"), specific.names.index("JOHNNY LEE")
+    c1 = len(specific.names) + CHUNK_IDS.index("c1")
+    assert specific.adjacency[c1, film] == pytest.approx(0.2)  # FILM: five chunks
+    assert specific.adjacency[c1, lee] == pytest.approx(0.5)
+    assert specific.adjacency[film, c1] == specific.adjacency[c1, film]  # symmetric
+    assert plain.adjacency[c1, film] == plain.adjacency[c1, lee] == 1.0
