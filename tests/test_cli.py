@@ -171,3 +171,15 @@ def test_outputs_that_cannot_be_a_folder_exits_2_before_any_work(project, capsys
         assert code == 2 and err.startswith(f"kgrag: error: {spec}: cannot make the run folder ")
         assert err.endswith(f": {problem.format(root=root)}\n") and len(err.splitlines()) == 1
     assert sorted(root.rglob("*")) == before
+
+
+def test_query_prints_why_a_strategy_chose_its_chunks(capsys, monkeypatch):
+    from kgrag import api
+
+    result = api.QueryResult("Who?", "ppr", ["c1", "c2"], ["Paris", "Lyon"], 20, 3.0, "x",
+                             {"seeds": {"PARIS": 0.5}, "scores": {"c1": 0.25, "c2": 0.125}})
+    monkeypatch.setattr(api, "query", lambda *args, **kwargs: result)
+    code, out, _ = run_cli(capsys, "query", "spec.yaml", "Who?")
+    assert code == 0
+    assert "seeds: PARIS (0.5)" in out
+    assert "c1  Paris  (score 0.25)" in out and "c2  Lyon  (score 0.125)" in out
