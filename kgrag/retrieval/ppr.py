@@ -27,8 +27,11 @@ Seeds: the entities the question names, found by exact match of normalised words
 inside a longer match is dropped, and so are names made of stop words only. Each
 seed's restart weight is its specificity, 1 / (chunks mentioning it), so that a
 hub such as "FILM" does not drown the rare name that identifies the passage. With
-``dense_seeds`` w > 0, a share w of the restart goes to chunks in proportion to
-their min–max normalised cosine with the question (HippoRAG 2 uses 0.05).
+``dense_seeds`` w > 0, a share w of the restart goes to the ``dense_seed_chunks``
+chunks nearest the question, in proportion to their min–max normalised cosine.
+HippoRAG 2 gives every passage 0.05 × that score beside unnormalised entity weights,
+so its passages hold most of the restart; a share over a few chunks measured better
+here (musique_200 R@5 at w = 0.5: 0.559 over all chunks, 0.578 over the top 10).
 
 Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap.
 Chunks with mass rank by it (ties by dense rank), then the remaining chunks in
@@ -155,10 +158,12 @@ class PprStrategy:
     """HippoRAG-style retrieval by personalised PageRank (see the module docstring)."""
 
     def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, units: Units, budget: int,
-                 damping: float, max_iterations: int, dense_seeds: float) -> None:
+                 damping: float, max_iterations: int, dense_seeds: float,
+                 dense_seed_chunks: int = 10) -> None:
         self.graph, self.walk = graph, Walk(graph.adjacency)
         self.chunk_matrix, self.units, self.budget = chunk_matrix, units, budget
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
+        self.dense_seed_chunks = dense_seed_chunks
 
     @staticmethod
     def needs(config: dict[str, Any]) -> dict[str, str]:
@@ -193,7 +198,7 @@ class PprStrategy:
         graph = EntityGraph.build(entities, relationships, ids, titles,
                                   config["specific_steps"])
         return cls(graph, matrix, resources.units, config["budget_tokens"], damping,
-                   config["max_iterations"], config["dense_seeds"])
+                   config["max_iterations"], config["dense_seeds"], config["dense_seed_chunks"])
 
     def scored(self, question: str, vector: np.ndarray
                ) -> tuple[list[str], dict[str, float], dict[str, Any]]:
@@ -209,11 +214,12 @@ class PprStrategy:
         weights = self.graph.specificity(seeds)
         restart[seeds] = (1.0 - self.dense_seeds) * weights / weights.sum()
         if self.dense_seeds > 0:
+            top = dense_order[: self.dense_seed_chunks]
             spread = similarity.max() - similarity.min()
-            dense = (similarity - similarity.min()) / spread if spread > 0 else np.ones_like(
-                similarity)
+            dense = ((similarity[top] - similarity.min()) / spread if spread > 0
+                     else np.ones(len(top)))
             if dense.sum() > 0:
-                restart[n_entities:] = self.dense_seeds * dense / dense.sum()
+                restart[n_entities + top] = self.dense_seeds * dense / dense.sum()
         mass = self.walk.run(restart, self.damping, max_steps=self.max_iterations)[n_entities:]
         dense_rank = np.empty(len(dense_order), dtype=np.int64)
         dense_rank[dense_order] = np.arange(len(dense_order))

@@ -30,7 +30,7 @@ STRATEGY_PARAMS = {
     "bm25": set(),
     "fusion": {"fuse", "rrf_k"},
     "ppr": {"skeleton", "hierarchy", "entities", "damping", "max_iterations", "dense_seeds",
-            "titles", "specific_steps"},
+            "dense_seed_chunks", "titles", "specific_steps"},
 }
 FUSABLE = ("naive", "bm25", "ppr")  # strategies that rank chunks (kgrag.retrieval.RANKERS)
 # ``model`` and ``prompt`` serve every method: the extraction LLM also writes description

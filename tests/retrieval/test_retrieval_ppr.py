@@ -49,14 +49,14 @@ def graph(titles: bool = True, relationships=()) -> EntityGraph:
     return EntityGraph.build(*tables(relationships), CHUNK_IDS, TITLES if titles else None)
 
 
-def strategy(dense_seeds: float = 0.0, budget: int = 20, relationships=(), damping=0.5
-             ) -> PprStrategy:
+def strategy(dense_seeds: float = 0.0, budget: int = 20, relationships=(), damping=0.5,
+             dense_seed_chunks: int = 10) -> PprStrategy:
     units = Units({c: TITLES[c] for c in CHUNK_IDS}, dict.fromkeys(CHUNK_IDS, 10),
                   {c: f"d{c}" for c in CHUNK_IDS})
     sims = np.array(DENSE)
     matrix = np.stack([sims, np.sqrt(1 - sims**2)], axis=1).astype(np.float32)
     return PprStrategy(graph(relationships=relationships), matrix, units, budget, damping, 50,
-                       dense_seeds)
+                       dense_seeds, dense_seed_chunks)
 
 
 QUESTION_VECTOR = np.array([1.0, 0.0])
@@ -117,6 +117,9 @@ def test_dense_seeds_lift_the_chunks_nearest_the_question():
     with_dense = strategy(dense_seeds=0.5).scored(QUESTION, QUESTION_VECTOR)[1]
     assert with_dense["c5"] > without["c5"]
     assert sum(with_dense.values()) <= 1.0
+    # only the nearest chunk seeded: c4, second nearest, gets less than when seeded too
+    nearest = strategy(dense_seeds=0.5, dense_seed_chunks=1).scored(QUESTION, QUESTION_VECTOR)[1]
+    assert nearest["c5"] > with_dense["c5"] and nearest["c4"] < with_dense["c4"]
 
 
 def test_the_context_records_seeds_and_scores_and_fits_the_budget():
@@ -150,7 +153,7 @@ def write_indexes(root: Path, entities: pl.DataFrame, relationships: pl.DataFram
 CONFIG = {"name": "ppr", "strategy": "ppr", "skeleton": "skel", "hierarchy": None,
           "entities": None,
           "budget_tokens": 20, "damping": 0.5, "max_iterations": 50, "dense_seeds": 0.0,
-          "titles": True, "specific_steps": True}
+          "dense_seed_chunks": 10, "titles": True, "specific_steps": True}
 
 
 def resources() -> Resources:
