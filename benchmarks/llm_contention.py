@@ -13,7 +13,8 @@ over MuSiQue paragraphs (distinct per worker, so each call really runs the model
 Scenarios
   alone      one worker
   together   two workers at once, each on its own prompts and cache
-  beside     one worker while the unit-test suite runs (pytest -m "not integration")
+  beside     one worker while the unit-test suite runs (pytest -m "not integration"), and
+             one while the integration tests run (real llama.cpp and MiniLM in the suite)
   shared     two workers at once on the same --shared prompts and one cache: the calls
              the model paid in all (one run alone pays --shared)
 
@@ -93,6 +94,18 @@ def per_minute(result: dict) -> float:
     return 60 * result["done"] / result["wall_s"]
 
 
+def besides(code: Path, cache: Path, marker: str, seconds: float) -> dict:
+    """One worker while the ``marker`` tests of the same checkout run beside it."""
+    suite = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-m", marker,
+                              "-p", "no:cacheprovider"], cwd=code,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(10)  # past the suite's start-up, into its tests
+    result = collect([spawn(code, cache, 0, 1000, seconds)])[0]
+    suite.kill()
+    suite.wait()
+    return result
+
+
 def scenarios(args: argparse.Namespace) -> None:
     code = Path(args.code).resolve()
     seconds, many = args.seconds, 1000
@@ -101,13 +114,8 @@ def scenarios(args: argparse.Namespace) -> None:
         alone = collect([spawn(code, root / "a", 0, many, seconds)])[0]
         together = collect([spawn(code, root / "t1", 0, many, seconds),
                             spawn(code, root / "t2", 100, many, seconds)])
-        suite = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-m", "not integration",
-                                  "-p", "no:cacheprovider"], cwd=REPO,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(10)  # past the suite's start-up, into its tests
-        beside = collect([spawn(code, root / "b", 0, many, seconds)])[0]
-        suite.kill()
-        suite.wait()
+        beside = {suite: besides(code, root / suite, suite, seconds)
+                  for suite in ("not integration", "integration")}
         shared = collect([spawn(code, root / "s", 0, args.shared, 10 * seconds)
                           for _ in range(2)])
     print(f"code: {code}")
@@ -116,8 +124,10 @@ def scenarios(args: argparse.Namespace) -> None:
     for i, r in enumerate(together, 1):
         print(f"{f'together, worker {i}':<34} {per_minute(r):>10.1f}  "
               f"{per_minute(r) / per_minute(alone):.2f}")
-    print(f"{'beside the unit-test suite':<34} {per_minute(beside):>10.1f}  "
-          f"{per_minute(beside) / per_minute(alone):.2f}")
+    for suite, label in (("not integration", "unit tests"), ("integration", "integration tests")):
+        r = beside[suite]
+        print(f"{'beside the ' + label:<34} {per_minute(r):>10.1f}  "
+              f"{per_minute(r) / per_minute(alone):.2f}")
     paid = sum(r["model_calls"] for r in shared)
     print(f"two workers, the same {args.shared} prompts, one cache: model calls paid {paid}, "
           f"cache hits {sum(r['cache_hits'] for r in shared)}, wall "

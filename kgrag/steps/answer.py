@@ -33,7 +33,7 @@ def answer_questions(ctx: StepContext) -> None:
     rows = []
     for qid, question, context in ctx.progress(
             zip(table["question_id"], table["question"], table["context"]),
-            total=table.height, desc=f"answer {ctx.step.name}"):
+            total=table.height, desc="answer", unit="question"):
         text, completion = answer(llm, context, question, max_tokens=ctx.config["max_tokens"],
                                   style=ctx.config["prompt"], length=ctx.config["length"])
         rows.append({"question_id": qid, "answer": text, "tokens_in": completion.tokens_in,

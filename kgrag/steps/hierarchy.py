@@ -169,7 +169,7 @@ def summarise(ctx: StepContext) -> None:
     llm, style = ctx.models.extraction_llm, ctx.config["prompt"]
     rows = []
     for module in ctx.progress(hierarchy.modules, total=len(hierarchy.modules),
-                               desc="summarise"):
+                               desc="summarise", unit="module"):
         prompt, shown = summary_prompt(module, entities, relationships,
                                        ctx.config["summary_entities"])
         try:

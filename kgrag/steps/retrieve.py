@@ -62,7 +62,7 @@ def retrieve(ctx: StepContext) -> None:
     vectors = ctx.models.embedder.encode(texts)
     rows = []
     for qid, text, vector in ctx.progress(zip(questions["question_id"], texts, vectors),
-                                          total=len(texts), desc=f"retrieve {config['name']}"):
+                                          total=len(texts), desc="retrieve", unit="question"):
         started = time.perf_counter()
         context = strategy.retrieve(text, vector)
         elapsed_ms = (time.perf_counter() - started) * 1000

@@ -105,7 +105,7 @@ def _extract_llm(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
                 max_entities=cfg["max_entities"], max_relationships=cfg["max_relationships"],
                 keep_ungrounded=cfg["keep_ungrounded"])
         for chunk_id, text in ctx.progress(zip(todo["chunk_id"], todo["context"]),
-                                           total=todo.height, desc="extract")
+                                           total=todo.height, desc="extract", unit="chunk")
     ]
 
 
@@ -117,7 +117,7 @@ def _extract_nlp(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
               in todo.select("chunk_id", "title", "text", "context").iter_rows()]
     extractor = NlpExtractor(ctx.models.pipeline, ctx.models.cache)
     extractions = extractor.extract(
-        chunks, lambda docs, total: ctx.progress(docs, total=total, desc="extract"))
+        chunks, lambda docs, total: ctx.progress(docs, total=total, desc="extract", unit="chunk"))
     ctx.notes.update(parsed=extractor.parsed, parse_cache_hits=extractor.cache_hits)
     return extractions
 
