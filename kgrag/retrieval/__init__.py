@@ -39,8 +39,9 @@ STRATEGIES = {"naive": NaiveStrategy, "ket": KetStrategy, "knng": KnngStrategy,
               "hybrid": HybridStrategy, "hugrag": HugragStrategy, "bm25": Bm25Strategy,
               "ppr": PprStrategy, "fusion": FusionStrategy}
 # Strategies that rank chunks (a ``ranking(question, vector)`` method), so ``fusion``
-# can fuse them.
-RANKERS.update(naive=NaiveStrategy, bm25=Bm25Strategy, ppr=PprStrategy)
+# can fuse them; not fusion itself, whose members compile resolves one level deep.
+RANKERS.update({name: cls for name, cls in STRATEGIES.items()
+                if hasattr(cls, "ranking") and cls is not FusionStrategy})
 
 
 def uses_llm(config: dict[str, Any]) -> bool:

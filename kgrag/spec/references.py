@@ -32,7 +32,6 @@ STRATEGY_PARAMS = {
     "ppr": {"skeleton", "hierarchy", "entities", "damping", "max_iterations", "dense_seeds",
             "dense_seed_chunks", "titles", "specific_steps"},
 }
-FUSABLE = ("naive", "bm25", "ppr")  # strategies that rank chunks (kgrag.retrieval.RANKERS)
 # ``model`` and ``prompt`` serve every method: the extraction LLM also writes description
 # summaries and HugRAG's module summaries and gate checks.
 EXTRACTION_PARAMS = {
@@ -111,6 +110,9 @@ def prune_defaults(filled: dict[str, Any]) -> dict[str, Any]:
 
 def _fusion_problems(i: int, q: dict[str, Any], entries: dict[str, str]) -> Iterator[Problem]:
     """``fuse`` must name two different entries that rank chunks."""
+    from kgrag.retrieval import RANKERS  # the strategies with a ranking, declared once there
+
+    rankers = sorted(RANKERS)
     members = q.get("fuse")
     if members is None:
         yield ("query", i), "strategy fusion needs 'fuse': the names of two other query entries"
@@ -121,9 +123,9 @@ def _fusion_problems(i: int, q: dict[str, Any], entries: dict[str, str]) -> Iter
         if member not in entries:
             yield ("query", i, "fuse", j), (f"no query entry named '{member}' (known: "
                                             f"{', '.join(entries)})")
-        elif entries[member] not in FUSABLE:
+        elif entries[member] not in rankers:
             yield ("query", i, "fuse", j), (f"'{member}' is a {entries[member]} entry; fusion "
-                                            f"fuses rankings of {', '.join(FUSABLE)} entries")
+                                            f"fuses rankings of {', '.join(rankers)} entries")
 
 
 def _misplaced(path: tuple[Any, ...], item: dict[str, Any], allowed: set[str], what: str
