@@ -93,6 +93,7 @@ class EntityGraph:
     adjacency: sp.csr_matrix
     mentions: np.ndarray  # per entity, the chunks it is linked to (its specificity's inverse)
     keys: dict[tuple[str, ...], int]  # matching form of a name or alias → entity node
+    longest: int  # words in the longest key: how far a match can reach
 
     @classmethod
     def build(cls, entities: pl.DataFrame, relationships: pl.DataFrame, chunk_ids: list[str],
@@ -106,8 +107,9 @@ class EntityGraph:
         pairs: list[tuple[int, int]] = []
         for name, mentioned in zip(entities["name"].to_list(),
                                    entities["source_chunk_ids"].to_list()):
-            node = index.setdefault(normalise_name(name), len(index))
-            aliases.setdefault(normalise_name(name), [name])
+            normal = normalise_name(name)
+            node = index.setdefault(normal, len(index))
+            aliases.setdefault(normal, [name])
             pairs += [(node, chunks[c]) for c in mentioned if c in chunks]
         for chunk, title in (titles or {}).items():
             if chunk in chunks and title:
@@ -137,14 +139,14 @@ class EntityGraph:
                 key = words(alias)
                 if key and not set(key) <= STOPWORDS:
                     keys.setdefault(key, node)
-        return cls(list(index), chunk_ids, adjacency, mentions, keys)
+        return cls(list(index), chunk_ids, adjacency, mentions, keys,
+                   max((len(k) for k in keys), default=0))
 
     def link(self, question: str) -> list[int]:
         """Entity nodes the question names (see the module docstring), in question order."""
         tokens = words(question)
-        longest = max((len(k) for k in self.keys), default=0)
         spans = [(start, end) for start in range(len(tokens))
-                 for end in range(start + 1, min(len(tokens), start + longest) + 1)
+                 for end in range(start + 1, min(len(tokens), start + self.longest) + 1)
                  if tokens[start:end] in self.keys]
         kept = [(s, e) for s, e in spans
                 if not any(o <= s and e <= f and (o, f) != (s, e) for o, f in spans)]
