@@ -37,7 +37,7 @@ from kgrag.retrieval.local_search import (
     RELATIONSHIP_TABLE,
     RELATIONSHIPS_FILE,
 )
-from kgrag.retrieval.units import CHUNKS_FILE
+from kgrag.retrieval.units import CHUNKS_FILE, unit_text
 from kgrag.store.vectors import VectorTable
 
 CORE = "core.parquet"
@@ -112,9 +112,10 @@ def _extract_llm(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
 def _extract_nlp(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
     """The spaCy pipeline on each chunk's text; the title counts only where the unit
     shows it (``chunking.title``), as the LLM would see it only there."""
-    chunks = [Chunk(chunk_id, text, title if context == f"# {title}\n{text}" else None)
-              for chunk_id, title, text, context
-              in todo.select("chunk_id", "title", "text", "context").iter_rows()]
+    shown = todo.select("chunk_id", "title", "text",
+                        titled=pl.col("context") == unit_text(with_title=True))
+    chunks = [Chunk(chunk_id, text, title if titled else None)
+              for chunk_id, title, text, titled in shown.iter_rows()]
     extractor = NlpExtractor(ctx.models.pipeline, ctx.models.cache)
     extractions = extractor.extract(
         chunks, lambda docs, total: ctx.progress(docs, total=total, desc="extract", unit="chunk"))
