@@ -414,17 +414,11 @@ def _filter(obj: Any, text: str, keep_ungrounded: bool
         target = normalise_name(_field(item, "target", str))
         description = _clean(_field(item, "description", str))
         strength = min(10, max(1, _field(item, "strength", int)))
-        key = frozenset((source, target))
         if not source or not target or source == target:
             counts["relationships_invalid"] += 1
-        elif key in relationships:
-            counts["relationships_duplicate"] += 1
-            kept = relationships[key]
-            relationships[key] = replace(
-                kept, description=join_descriptions([kept.description, description]),
-                strength=max(kept.strength, strength))
         else:
-            relationships[key] = Relationship(source, target, description, strength, False)
+            add_relationship(relationships,
+                             Relationship(source, target, description, strength, False), counts)
 
     for relationship in relationships.values():
         for endpoint in (relationship.source, relationship.target):
@@ -452,6 +446,22 @@ def _merge_entity(kept: Entity, kind: str, description: str) -> Entity:
     if kept.type == "other" and kind in ENTITY_TYPES:
         kept = replace(kept, type=kind)
     return replace(kept, description=join_descriptions([kept.description, description]))
+
+
+def add_relationship(relationships: dict[frozenset[str], Relationship],
+                     relationship: Relationship, counts: Counter[str]) -> None:
+    """One relationship per pair of entities within a chunk, either direction: a pair
+    stated again is counted as a duplicate, its descriptions joined and the higher
+    strength kept (a restatement is not new evidence)."""
+    key = frozenset((relationship.source, relationship.target))
+    kept = relationships.get(key)
+    if kept is None:
+        relationships[key] = relationship
+        return
+    counts["relationships_duplicate"] += 1
+    relationships[key] = replace(
+        kept, description=join_descriptions([kept.description, relationship.description]),
+        strength=max(kept.strength, relationship.strength))
 
 
 def join_descriptions(descriptions: Iterable[str]) -> str:

@@ -42,7 +42,7 @@ from kgrag.graphs.extraction import (
     Extraction,
     ExtractionCounts,
     Relationship,
-    join_descriptions,
+    add_relationship,
 )
 from kgrag.graphs.mentions import (
     DASHES,
@@ -97,9 +97,9 @@ def extract_parse(doc: Any, title: str | None
                 counts["relationships_invalid"] += 1
                 continue
             label = _label(up_b, up_a) or _lifespan(doc, a, b)
-            _add_relationship(relationships, a.name, b.name,
-                              f"{label}: {described}" if label else described,
-                              LABELLED_STRENGTH if label else COOCCURRENCE_STRENGTH, counts)
+            add_relationship(relationships, Relationship(
+                a.name, b.name, f"{label}: {described}" if label else described,
+                LABELLED_STRENGTH if label else COOCCURRENCE_STRENGTH, True), counts)
     return tuple(entities.values()), tuple(relationships.values()), ExtractionCounts(**counts)
 
 
@@ -113,21 +113,6 @@ def _add_entity(entities: dict[str, Entity], mention: Mention, sentence: str,
     counts["entities_duplicate"] += 1
     if kept.type in ("other", "concept") and mention.type not in ("other", "concept"):
         entities[mention.name] = Entity(kept.name, mention.type, kept.description, True)
-
-
-def _add_relationship(relationships: dict[frozenset[str], Relationship], source: str,
-                      target: str, description: str, strength: int,
-                      counts: Counter[str]) -> None:
-    """A pair seen again in the chunk joins its descriptions and keeps the higher strength."""
-    key = frozenset((source, target))
-    kept = relationships.get(key)
-    if kept is None:
-        relationships[key] = Relationship(source, target, description, strength, True)
-        return
-    counts["relationships_duplicate"] += 1
-    relationships[key] = Relationship(
-        kept.source, kept.target, join_descriptions([kept.description, description]),
-        max(kept.strength, strength), True)
 
 
 def _pairs(mentions: list[Mention]) -> Iterable[tuple[Mention, Mention]]:
