@@ -121,7 +121,10 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
                                    {**extraction, "beta": cfg["beta"]},
                                    {"chunks": "chunks", "core": core.name})
                 summarise = {"summarise": llm_work} if cfg["summarise_descriptions"] else {}
-                plan.add(f"skeleton.{name}", "skeleton", {"embedder": embedder, **summarise},
+                # in the config only when off, so the default builds keep their fingerprints
+                unembedded = {} if cfg["relationship_vectors"] else {"relationship_vectors": False}
+                plan.add(f"skeleton.{name}", "skeleton",
+                         {"embedder": embedder, **summarise, **unembedded},
                          {"extract": extract.name})
             elif cfg["kind"] == "hierarchy":
                 _add_hierarchy(plan, name, cfg, extraction, llm_work, embedder)

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 GRAPH_PARAMS = {
-    "skeleton": {"beta", "select", "knn_k", "seed", "summarise_descriptions"},
+    "skeleton": {"beta", "select", "knn_k", "seed", "summarise_descriptions",
+                 "relationship_vectors"},
     "bipartite": {"tau"},
     "entities": set(),
     "hierarchy": {"fuzzy", "cosine", "max_cluster_size", "max_levels", "seed", "gate_top_m",
