@@ -88,7 +88,11 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         if strategy["strategy"] == "hugrag":  # its structural metrics read the entities
             evaluate_inputs[f"graph.{name}"] = f"hierarchy.{strategy['hierarchy']}"
         if answering:
-            step = plan.add(f"answer.{name}", "answer", {**thaw(spec.answer), "llm": llm},
+            settings = {**thaw(spec.answer), "llm": llm}
+            if "questions" in strategy:  # it retrieved for its first N: answer at most those
+                settings["questions"] = min(strategy["questions"],
+                                            settings["questions"] or strategy["questions"])
+            step = plan.add(f"answer.{name}", "answer", settings,
                             {"corpus": "corpus", "retrieve": retrieve.name})
             evaluate_inputs[step.name] = step.name
     plan.add("evaluate", "evaluate",

@@ -159,14 +159,16 @@ def test_an_extractive_summary_takes_first_sentences_of_the_best_connected() -> 
 
 def test_a_query_entry_can_retrieve_for_its_first_questions_only(holisqa: Path) -> None:
     limited = [QUERY[0], {**QUERY[1], "questions": 1}]
-    path = spec(holisqa, query=limited, answer={"questions": 0})
+    path = spec(holisqa, query=limited)
     session = api.open_session(path)
     bounds = {p.step.name: p.max_llm_calls for p in api.dry_run(session)}
     assert bounds["retrieve.hug"] == 1 + session.spec.models["llm"]["max_retries"]
+    assert bounds["answer.hug"] == 1 and bounds["answer.naive"] == 2
     llm = RuleLLM()
     _, rows, _ = run_with(path, llm)
     assert rows["naive"]["n_retrieved"] == 2 and rows["hug"]["n_retrieved"] == 1
-    assert llm.calls.count("filter") == 1
+    assert rows["naive"]["n_answered"] == 2 and rows["hug"]["n_answered"] == 1
+    assert llm.calls.count("filter") == 1 and llm.calls.count("answer") == 3
 
 
 @pytest.mark.parametrize(("graph", "message"), [
