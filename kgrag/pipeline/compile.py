@@ -88,7 +88,11 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         if strategy["strategy"] == "hugrag":  # its structural metrics read the entities
             evaluate_inputs[f"graph.{name}"] = f"hierarchy.{strategy['hierarchy']}"
         if answering:
-            step = plan.add(f"answer.{name}", "answer", {**thaw(spec.answer), "llm": llm},
+            settings = {**thaw(spec.answer), "llm": llm}
+            if "questions" in strategy:  # it retrieved for its first N: answer at most those
+                settings["questions"] = min(strategy["questions"],
+                                            settings["questions"] or strategy["questions"])
+            step = plan.add(f"answer.{name}", "answer", settings,
                             {"corpus": "corpus", "retrieve": retrieve.name})
             evaluate_inputs[step.name] = step.name
     plan.add("evaluate", "evaluate",
@@ -163,7 +167,10 @@ def _add_hierarchy(plan: Plan, name: str, cfg: dict[str, Any], extraction: dict[
     """HugRAG's build: extraction on every chunk, hierarchy, module summaries, gates.
 
     Summaries and gate checks are knowledge-building LLM work, so they use the
-    extraction LLM and its prompt style (``llm``), whatever the extraction method.
+    extraction LLM and its prompt style (``llm``), whatever the extraction method. The
+    no-LLM options (``summaries: extractive``, ``gate_judge: similarity``) name no LLM in
+    their step's config, and the LLM path's config is what it was before they existed,
+    so landed specs keep their fingerprints.
     """
     extract = plan.add(f"extract.{name}", "extract", {**extraction, "beta": 1.0},
                        {"chunks": "chunks"})
@@ -171,11 +178,14 @@ def _add_hierarchy(plan: Plan, name: str, cfg: dict[str, Any], extraction: dict[
         f"hierarchy.{name}", "hierarchy",
         {k: cfg[k] for k in ("fuzzy", "cosine", "max_cluster_size", "max_levels", "seed")}
         | {"embedder": embedder}, {"extract": extract.name})
+    writer = {"method": "extractive"} if cfg["summaries"] == "extractive" else llm
     summaries = plan.add(f"summaries.{name}", "summarise",
-                         {"summary_entities": cfg["summary_entities"], "embedder": embedder, **llm},
-                         {"hierarchy": hierarchy.name})
+                         {"summary_entities": cfg["summary_entities"], "embedder": embedder,
+                          **writer}, {"hierarchy": hierarchy.name})
+    judge = ({"judge": "similarity", "threshold": cfg["gate_judge_similarity"]}
+             if cfg["gate_judge"] == "similarity" else llm)
     plan.add(f"gates.{name}", "gates",
-             {"top_m": cfg["gate_top_m"], "min_similarity": cfg["gate_min_similarity"], **llm},
+             {"top_m": cfg["gate_top_m"], "min_similarity": cfg["gate_min_similarity"], **judge},
              {"hierarchy": hierarchy.name, "summaries": summaries.name})
 
 

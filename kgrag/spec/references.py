@@ -18,7 +18,8 @@ GRAPH_PARAMS = {
     "bipartite": {"tau"},
     "entities": set(),
     "hierarchy": {"fuzzy", "cosine", "max_cluster_size", "max_levels", "seed", "gate_top_m",
-                  "gate_min_similarity", "summary_entities"},
+                  "gate_min_similarity", "summary_entities", "summaries", "gate_judge",
+                  "gate_judge_similarity"},
 }
 STRATEGY_PARAMS = {
     "naive": {"top_k"},
@@ -42,7 +43,7 @@ EXTRACTION_PARAMS = {
 }
 THETA_DEFAULTS = {"ket": 0.4, "hybrid": 0.5}  # KET-RAG's θ; Hybrid-RAG's equal split
 COMMON_GRAPH = {"name", "kind"}
-COMMON_STRATEGY = {"name", "strategy", "budget_tokens"}
+COMMON_STRATEGY = {"name", "strategy", "budget_tokens", "questions"}
 
 Problem = tuple[tuple[Any, ...], str]
 
@@ -64,6 +65,10 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
         kinds[graph["name"]] = graph["kind"]
         yield from _misplaced(("graphs", i), graph, GRAPH_PARAMS[graph["kind"]] | COMMON_GRAPH,
                               f"a {graph['kind']} graph")
+        if "gate_judge_similarity" in graph and graph.get("gate_judge") != "similarity":
+            yield (("graphs", i, "gate_judge_similarity"),
+                   ("gate_judge_similarity is the threshold of gate_judge: similarity; set "
+                   "that too, or drop it (the llm judge answers yes or no)"))
     for i, (q_raw, q) in enumerate(zip(raw.get("query", []), filled["query"])):
         strategy = q["strategy"]
         yield from _misplaced(("query", i), q_raw, STRATEGY_PARAMS[strategy] | COMMON_STRATEGY,
