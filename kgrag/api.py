@@ -100,14 +100,15 @@ def _known_question_count(session: Session, intact: bool) -> int | None:
         return 0
     if corpus["questions"] is not None:
         return len(corpus["questions"])
-    path = session.spec.resolve(corpus["path"])
+    path = session.spec.resolve(corpus.get("questions_file", corpus["path"]))
     if path.is_dir():  # a HolisQA domain folder: its questions are in qa.jsonl
         path = path / "qa.jsonl"
     if not path.is_file():
         return None
     with open(path, "rb") as handle:
         lines = sum(1 for line in handle if line.strip())
-    return lines if corpus["limit"] is None else min(lines, corpus["limit"])
+    limited = corpus["limit"] is not None and "questions_file" not in corpus  # else documents
+    return min(lines, corpus["limit"]) if limited else lines
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     if name not in strategies:
         raise KgragError(f"no query strategy {name!r} in {session.spec.path.name}; "
                          f"choose from: {', '.join(strategies) or '(none)'}")
-    step = session.plan.by_name()[f"retrieve.{name}"]
+    step = session.plan.queries[name]
     index_steps = [dep for role, dep in step.inputs.items() if role != "corpus"]
     run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
              steps=session.plan.upstream(index_steps), echo=echo)
