@@ -85,11 +85,12 @@ def check_spec(path: str | Path) -> list[str]:
     return messages
 
 
-def load_spec(path: str | Path) -> Spec:
+def load_spec(path: str | Path, root: Path | None = None) -> Spec:
     """Load, validate and default-fill the spec at ``path``.
 
     Raises ``KgragError`` listing every problem (one per line) so the CLI can
-    show them all without a traceback.
+    show them all without a traceback. ``root`` is the project its outputs go
+    under (default: found from the spec's folder; a replay names its own).
     """
     path = Path(path)
     messages, document = _check(path)
@@ -99,7 +100,7 @@ def load_spec(path: str | Path) -> Spec:
     absolute = path.resolve()
     return Spec(
         path=absolute,
-        root=find_root(absolute.parent),
+        root=find_root(absolute.parent) if root is None else root.resolve(),
         sha256=hashlib.sha256(document.raw).hexdigest(),
         data=freeze(document.data),
     )
