@@ -26,7 +26,9 @@ SWEEPABLE_QUERY = ("budget_tokens", "theta")
 
 
 def has_questions(spec: Spec) -> bool:
-    return spec.corpus["dataset"] in BENCHMARK_SHAPES
+    """Whether the run evaluates: benchmark datasets carry questions, and a jsonl or text
+    corpus has them when it names a ``questions_file``."""
+    return spec.corpus["dataset"] in BENCHMARK_SHAPES or "questions_file" in spec.corpus
 
 
 def variants(item: dict[str, Any], keys: tuple[str, ...]) -> list[tuple[dict[str, Any], dict]]:
@@ -40,22 +42,27 @@ def label(name: str, chosen: dict[str, Any]) -> str:
     return name + (f"@{','.join(f'{k}={v}' for k, v in chosen.items())}" if chosen else "")
 
 
-def _source_sha256(path: Path) -> str:
+def source_sha256(path: Path, what: str = "corpus path") -> str:
+    """The content hash of a corpus source, a file or a folder (what fingerprints and
+    bundles identify it by); ``what`` names it in messages."""
     try:
         if path.is_file():
             return file_sha256(path)
         if path.is_dir():
             return folder_sha256(path)
     except OSError as exc:  # a name too long, a folder we may not read
-        raise KgragError(f"corpus path cannot be read: {exc.strerror}: {path}") from None
-    raise KgragError(f"corpus path does not exist: {path}")
+        raise KgragError(f"{what} cannot be read: {exc.strerror}: {path}") from None
+    raise KgragError(f"{what} does not exist: {path}")
 
 
 def compile_plan(spec: Spec, models: Models) -> Plan:
     """The steps a spec asks for, each fingerprinted from what changes its output."""
     plan = Plan()
-    corpus = {k: v for k, v in thaw(spec.corpus).items() if k != "path"}
-    corpus["source_sha256"] = _source_sha256(spec.resolve(spec.corpus["path"]))
+    corpus = {k: v for k, v in thaw(spec.corpus).items() if k not in ("path", "questions_file")}
+    corpus["source_sha256"] = source_sha256(spec.resolve(spec.corpus["path"]))
+    if "questions_file" in spec.corpus:  # by content, like the documents; absent otherwise
+        corpus["questions_sha256"] = source_sha256(spec.resolve(spec.corpus["questions_file"]),
+                                                   "corpus.questions_file")
     plan.add("corpus", "import", corpus)
     embedder = models.embedder_model.sha256
     plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
@@ -69,6 +76,15 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                   for chosen, s in strategies]
     if any("dense" in STRATEGIES[s["strategy"]].needs(s).values() for _, s in strategies):
         plan.add("dense", "dense_index", {"embedder": embedder}, {"chunks": "chunks"})
+    for _, strategy in strategies:
+        config = {"strategy": strategy, "embedder": embedder}
+        if uses_llm(strategy):
+            config |= {"llm": llm, "prompt": spec.answer["prompt"],
+                       "max_retries": spec.models["llm"]["max_retries"]}
+        plan.queries[strategy["name"]] = plan.step(
+            f"retrieve.{strategy['name']}", "retrieve", config,
+            {"corpus": "corpus", "chunks": "chunks",
+             **STRATEGIES[strategy["strategy"]].needs(strategy)})
     if not has_questions(spec):
         return plan
     answering = spec.answer["questions"] != 0
@@ -77,13 +93,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         evaluate_inputs |= {f"build.{step}": step for step in build["steps"]}
     for _, strategy in strategies:
         name = strategy["name"]
-        config = {"strategy": strategy, "embedder": embedder}
-        if uses_llm(strategy):
-            config |= {"llm": llm, "prompt": spec.answer["prompt"],
-                       "max_retries": spec.models["llm"]["max_retries"]}
-        retrieve = plan.add(f"retrieve.{name}", "retrieve", config,
-                            {"corpus": "corpus", "chunks": "chunks",
-                             **STRATEGIES[strategy["strategy"]].needs(strategy)})
+        retrieve = plan.append(plan.queries[name])
         evaluate_inputs[retrieve.name] = retrieve.name
         if strategy["strategy"] == "hugrag":  # its structural metrics read the entities
             evaluate_inputs[f"graph.{name}"] = f"hierarchy.{strategy['hierarchy']}"
