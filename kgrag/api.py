@@ -55,9 +55,9 @@ def open_session(spec_path: str | Path) -> Session:
     """Load and validate a spec, resolve its models and compile its plan (no work is done)."""
     spec = load_spec(spec_path)
     cache = CallCache(spec.cache_dir)
-    nlp = spec.extraction["method"] == "nlp"
+    parses = spec.extraction["method"] in ("nlp", "hybrid")
     models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
-                    spec.extraction["pipeline"] if nlp else None)
+                    spec.extraction["pipeline"] if parses else None)
     return Session(spec, cache, models, compile_plan(spec, models))
 
 
