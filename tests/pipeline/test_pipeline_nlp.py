@@ -73,13 +73,17 @@ def test_a_skeleton_from_spacy_serves_ket_without_an_extraction_call(wiki: Path)
     assert again["extract.skel"]["notes"]["parse_cache_hits"] == notes["core_chunks"]
 
 
-def test_a_hierarchy_builds_on_spacy_entities(wiki: Path) -> None:
+@pytest.mark.parametrize("method", ["nlp", "hybrid"])
+def test_a_hierarchy_builds_on_spacy_entities(wiki: Path, method: str) -> None:
     llm = RuleLLM()
     steps, rows, _ = run_with(wiki_spec(
-        wiki, graphs=[{"name": "h", "kind": "hierarchy", "max_cluster_size": 6}],
+        wiki, extraction={"method": method},
+        graphs=[{"name": "h", "kind": "hierarchy", "max_cluster_size": 6}],
         query=[{"name": "hug", "strategy": "hugrag", "hierarchy": "h",
                 "budget_tokens": 600}]), llm)
     assert "extract" not in llm.calls
+    assert llm.calls.count("relate") == (steps["extract.h"]["notes"]["core_chunks"]
+                                         if method == "hybrid" else 0)
     assert steps["hierarchy.h"]["notes"]["modules"] >= 2
     assert llm.calls.count("summary") == steps["hierarchy.h"]["notes"]["modules"]
     assert rows["hug"]["n_retrieved"] == 1
