@@ -167,10 +167,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=40)
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS),
-                        default=["llm-chat", "llm-chat-greedy-first", "llm-caps-2",
-                                 "hybrid-chat", "hybrid-chat-greedy-first",
-                                 "hybrid-completion-greedy-first", "no-grammar"])
-    parser.add_argument("--probe", type=int, default=10,
+                        default=["llm-chat", "llm-chat-greedy-first", "hybrid-chat",
+                                 "hybrid-chat-greedy-first", "no-grammar"])
+    parser.add_argument("--probe", type=int, default=5,
                         help="chunks of the no-grammar variant (default %(default)s)")
     parser.add_argument("--model", default="smollm2-135m")
     args = parser.parse_args()
