@@ -1,7 +1,7 @@
 """Every extraction method side by side on the same 2Wiki paragraphs, scored on gold triples.
 
     python benchmarks/extraction_gold.py                  # nlp on every paragraph with a gold triple
-    python benchmarks/extraction_gold.py --llm 20         # and the LLM on the first 20 of them
+    python benchmarks/extraction_gold.py --llm 20         # and llm, hybrid on the first 20 of them
     python benchmarks/extraction_gold.py --llm 20 --model smollm2-135m --prompt chat
     python benchmarks/extraction_gold.py --pipeline en_core_web_trf
 
@@ -13,10 +13,12 @@ mentions its subject and its object (``kgrag.eval.gold``). Each method extracts
 through a fresh, empty call cache, so every parse and model call really runs and
 the timings are real (model and pipeline loading excluded).
 
-``--llm N`` adds the LLM method on the first N of those paragraphs, and the ``nlp``
-method again on the same N, so the two rows compare like with like: a gold triple
-counts only where its evidence paragraph was extracted. Columns are those of a
-build row (``kgrag.eval.builds.extraction_figures`` and ``kgrag.eval.gold``).
+``--llm N`` adds the LLM methods on the first N of those paragraphs (``llm``; ``hybrid``,
+which relates the nlp entities; and hybrid's LLM relationships alone, without the nlp
+ones beside them), and the ``nlp`` method again on the same N, so the rows compare
+like with like: a gold triple counts only where its evidence paragraph was extracted.
+Hybrid's time includes its spaCy parses. Columns are those of a build row
+(``kgrag.eval.builds.extraction_figures`` and ``kgrag.eval.gold``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ from kgrag.corpus import load_corpus
 from kgrag.eval.builds import extraction_figures
 from kgrag.eval.gold import evidence_chunks, gold_scores
 from kgrag.graphs.extraction import Extraction, counts_frame, extract, merge
+from kgrag.graphs.hybrid_extraction import LLM_STRENGTH, relate
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
 from kgrag.models.cache import CallCache
 from kgrag.models.llm import CachedLLM, LLMSettings
@@ -80,12 +84,16 @@ def run_nlp(pipeline_name: str, chunks: list[Chunk], cache: CallCache
     return extractions, time.perf_counter() - started
 
 
-def run_llm(model: str, style: str, chunks: list[Chunk], cache: CallCache,
-            echo: Callable[[str], None]) -> tuple[list[Extraction], float, int]:
+def load_llm(model: str, cache: CallCache) -> CachedLLM:
     resolved = resolve_llm(model)
     llm = CachedLLM(LLMSettings(name=resolved.name, path=resolved.path, sha256=resolved.sha256,
                                 n_ctx=4096), cache)
     llm.complete("Hello", max_tokens=1)  # loads the model outside the timed part
+    return llm
+
+
+def run_llm(llm: CachedLLM, style: str, chunks: list[Chunk], echo: Callable[[str], None]
+            ) -> tuple[list[Extraction], float, int]:
     before = llm.usage.snapshot()
     extractions = []
     started = time.perf_counter()
@@ -95,6 +103,31 @@ def run_llm(model: str, style: str, chunks: list[Chunk], cache: CallCache,
     seconds = time.perf_counter() - started
     used = llm.usage.since(before)
     return extractions, seconds, used.tokens_in + used.tokens_out
+
+
+def run_hybrid(llm: CachedLLM, style: str, pipeline_name: str, chunks: list[Chunk],
+               cache: CallCache, echo: Callable[[str], None]
+               ) -> tuple[list[Extraction], float, int]:
+    """The nlp extraction (timed: it is part of the method), then one relating call each."""
+    pipeline = resolve_pipeline(pipeline_name)
+    nlp = load_pipeline(pipeline)
+    before = llm.usage.snapshot()
+    started = time.perf_counter()
+    parsed = NlpExtractor(pipeline, cache, load=lambda _: nlp).extract(chunks)
+    extractions = []
+    for k, (chunk, extraction) in enumerate(zip(chunks, parsed), 1):
+        extractions.append(relate(llm, extraction, unit(chunk), style=style).extraction)
+        echo(f"  hybrid {k}/{len(chunks)} {time.perf_counter() - started:7.1f}s")
+    seconds = time.perf_counter() - started
+    used = llm.usage.since(before)
+    return extractions, seconds, used.tokens_in + used.tokens_out
+
+
+def llm_relationships_only(extractions: list[Extraction]) -> list[Extraction]:
+    """Hybrid extractions without the nlp relationships: the pairs the LLM named."""
+    return [replace(x, relationships=tuple(r for r in x.relationships
+                                           if r.strength == LLM_STRENGTH))
+            for x in extractions]
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -117,7 +150,7 @@ def main() -> None:
     parser.add_argument("--pipeline", default="en_core_web_sm",
                         help="spaCy pipeline of the nlp method (default %(default)s)")
     parser.add_argument("--llm", type=int, default=0, metavar="N",
-                        help="also run the LLM method on the first N paragraphs")
+                        help="also run the llm and hybrid methods on the first N paragraphs")
     parser.add_argument("--model", default="smollm2-135m", help="LLM (default %(default)s)")
     parser.add_argument("--prompt", choices=("completion", "chat"), default="chat")
     args = parser.parse_args()
@@ -131,11 +164,17 @@ def main() -> None:
             some = chunks[:args.llm]
             extractions, seconds = run_nlp(args.pipeline, some, CallCache(Path(root) / "nlp-n"))
             rows.append(score(f"nlp:{args.pipeline}", some, triples, extractions, seconds, 0))
-            extractions, seconds, tokens = run_llm(
-                args.model, args.prompt, some, CallCache(Path(root) / "llm"),
-                lambda line: print(line, file=sys.stderr, flush=True))
+            echo = lambda line: print(line, file=sys.stderr, flush=True)
+            llm = load_llm(args.model, CallCache(Path(root) / "llm"))
+            extractions, seconds, tokens = run_llm(llm, args.prompt, some, echo)
             rows.append(score(f"llm:{args.model}:{args.prompt}", some, triples, extractions,
                               seconds, tokens))
+            extractions, seconds, tokens = run_hybrid(
+                llm, args.prompt, args.pipeline, some, CallCache(Path(root) / "hybrid"), echo)
+            rows.append(score(f"hybrid:{args.model}:{args.prompt}", some, triples,
+                              extractions, seconds, tokens))
+            rows.append(score(f"hybrid, LLM rels only:{args.prompt}", some, triples,
+                              llm_relationships_only(extractions), seconds, tokens))
     print_table(rows)
 
 

@@ -61,9 +61,9 @@ def open_session(spec_path: str | Path, *, root: Path | None = None,
     cache (a replay runs in its own folder on the bundle's calls)."""
     spec = load_spec(spec_path, root)
     cache = CallCache(spec.cache_dir) if cache is None else cache
-    nlp = spec.extraction["method"] == "nlp"
+    parses = spec.extraction["method"] in ("nlp", "hybrid")
     models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
-                    spec.extraction["pipeline"] if nlp else None)
+                    spec.extraction["pipeline"] if parses else None)
     return Session(spec, cache, models, compile_plan(spec, models))
 
 

@@ -1,8 +1,9 @@
 """A rule-following stand-in LLM for whole-pipeline tests, and a runner that uses it.
 
 The stand-in answers each kind of request the way a model must (extraction JSON
-grounded in the chunk, description summaries, module summaries, yes / no gate
-answers, the causal filter's ids), so whole builds run in seconds and
+grounded in the chunk, hybrid triples between offered entities, description
+summaries, module summaries, yes / no gate answers, the causal filter's ids), so
+whole builds run in seconds and
 deterministically with the real embedder, LanceDB and evaluation. The real bundled
 models run in tests/integration/.
 """
@@ -25,9 +26,12 @@ WORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
 class RuleLLM:
     """Answers by the request's shape; counts its calls by kind."""
 
-    def __init__(self, *, summaries_parse: bool = True, gate: str = "yes") -> None:
+    def __init__(self, *, summaries_parse: bool = True, gate: str = "yes",
+                 relate: str = "pair") -> None:
+        """``relate``: hybrid triples join the first two entities offered ("pair"), the
+        first with itself ("self") or do not parse ("broken")."""
         self.calls: list[str] = []
-        self.summaries_parse, self.gate = summaries_parse, gate
+        self.summaries_parse, self.gate, self.relate = summaries_parse, gate, relate
 
     def generate(self, request: dict) -> Completion:
         prompt = request.get("prompt") or request["messages"][-1]["content"]
@@ -35,6 +39,11 @@ class RuleLLM:
         props = schema.get("properties", {})
         if "entities" in props:
             kind, text = "extract", self.extraction(prompt.rsplit("Text: ", 1)[1])
+        elif "prefixItems" in schema.get("items", {}):
+            kind = "relate"  # hybrid extraction: the first two entities offered, related
+            first, second = schema["items"]["prefixItems"][0]["enum"][:2]
+            text = {"pair": json.dumps([[first, "relates to", second]]),
+                    "self": json.dumps([[first, "is", first]]), "broken": "["}[self.relate]
         elif set(props) == {"description"}:
             kind = "description"
             subject = re.search(r"Descriptions of (.+):\n", prompt).group(1)

@@ -20,6 +20,7 @@ import psutil
 
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
+from kgrag.models.greedy_grammar import GreedyGrammar
 from kgrag.models.usage import Usage
 
 T = TypeVar("T")
@@ -119,10 +120,15 @@ class CpuShare:
 
 @functools.cache
 def _aligned_llama() -> type:
-    """llama-cpp-python's ``Llama`` with prefix reuse cut to a ``PROMPT_BLOCK`` boundary."""
+    """llama-cpp-python's ``Llama`` with prefix reuse cut to a ``PROMPT_BLOCK`` boundary,
+    and greedy grammar-constrained decoding that checks the greedy token first
+    (``GreedyGrammar``) unless ``greedy_first`` is off."""
     from llama_cpp import Llama
 
     class AlignedLlama(Llama):
+        greedy_first = True
+        _greedy: GreedyGrammar | None = None
+
         def generate(self, tokens: Sequence[int], **kwargs: Any) -> Any:
             tokens = list(tokens)
             common = 0
@@ -132,16 +138,33 @@ def _aligned_llama() -> type:
                 common += 1
             # the base class reuses at most what n_tokens keeps: a block-aligned prefix
             self.n_tokens = common - common % self.n_batch
-            return super().generate(tokens, **kwargs)
+            grammar = kwargs.get("grammar")
+            if not (self.greedy_first and grammar is not None and kwargs.get("temp") == 0):
+                yield from super().generate(tokens, **kwargs)
+                return
+            self._greedy = GreedyGrammar(self, grammar)
+            try:
+                yield from super().generate(tokens, **kwargs)
+            finally:
+                self._greedy.close()
+                self._greedy = None
+
+        def sample(self, **kwargs: Any) -> int:
+            if self._greedy is None:
+                return super().sample(**kwargs)
+            return self._greedy.sample(kwargs.get("idx"))
 
     return AlignedLlama
 
 
 class LlamaCppBackend:
-    """llama-cpp-python in-process; the model loads on first use."""
+    """llama-cpp-python in-process; the model loads on first use. ``greedy_first=False``
+    masks the whole vocabulary at every grammar-constrained step, as llama-cpp-python
+    does (the same outputs, slower; benchmarks compare the two)."""
 
-    def __init__(self, settings: LLMSettings) -> None:
+    def __init__(self, settings: LLMSettings, greedy_first: bool = True) -> None:
         self.settings = settings
+        self.greedy_first = greedy_first
         self._llama: Any = None
         self._share = None if settings.n_threads else CpuShare(usable_cores())
 
@@ -175,6 +198,7 @@ class LlamaCppBackend:
         from llama_cpp import LlamaGrammar
 
         self._fit_threads()
+        self._model().greedy_first = self.greedy_first
         grammar = None
         if request.get("json_schema") is not None:
             grammar = LlamaGrammar.from_json_schema(json.dumps(request["json_schema"]), verbose=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.errors import KgragError
+from kgrag.graphs.hybrid_extraction import HYBRID_VERSION
 from kgrag.graphs.nlp_extraction import NLP_EXTRACTOR_VERSION
 from kgrag.models import Models
 from kgrag.models.registry import file_sha256, folder_sha256
@@ -162,12 +163,17 @@ def _extraction_config(spec: Spec, models: Models, llm_work: dict[str, Any]) -> 
     """The ``extract`` steps' config. For method ``llm`` it is exactly what it was before
     the nlp method existed (the extraction settings and the LLM), so that every landed
     spec keeps its fingerprints; for ``nlp`` it is the pipeline's identity and the
-    extractor's version, and names no LLM."""
+    extractor's version, and names no LLM; ``hybrid`` adds to those the LLM, its prompt
+    style, the relationship cap and the hybrid step's version."""
     settings = thaw(spec.extraction)
-    if settings["method"] == "nlp":
-        assert models.pipeline is not None, "Models resolves the pipeline of method nlp"
-        return {"method": "nlp", "pipeline": models.pipeline.identity(),
-                "extractor": NLP_EXTRACTOR_VERSION}
+    if settings["method"] in ("nlp", "hybrid"):
+        assert models.pipeline is not None, "Models resolves the pipeline of methods nlp, hybrid"
+        nlp = {"method": "nlp", "pipeline": models.pipeline.identity(),
+               "extractor": NLP_EXTRACTOR_VERSION}
+        if settings["method"] == "nlp":
+            return nlp
+        return {**nlp, "method": "hybrid", "hybrid": HYBRID_VERSION, **llm_work,
+                "max_relationships": settings["max_relationships"]}
     return {**{k: v for k, v in settings.items() if k not in ("model", "method", "pipeline")},
             "llm": llm_work["llm"]}
 

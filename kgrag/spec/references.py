@@ -4,7 +4,7 @@ The schema lists every parameter any graph kind, strategy or extraction method
 takes; which of them apply to which kind or method, and which graph a strategy
 may name, is checked here, so that a parameter that would silently do nothing
 (``tau`` on a skeleton, ``theta`` on ``naive``, ``max_entities`` with method
-``nlp``) is an error rather than a no-op.
+``nlp`` or ``hybrid``) is an error rather than a no-op.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ EXTRACTION_PARAMS = {
     "llm": {"model", "prompt", "max_tokens", "max_entities", "max_relationships",
             "keep_ungrounded"},
     "nlp": {"model", "prompt", "pipeline"},
+    "hybrid": {"model", "prompt", "pipeline", "max_relationships"},
 }
 THETA_DEFAULTS = {"ket": 0.4, "hybrid": 0.5}  # KET-RAG's θ; Hybrid-RAG's equal split
 COMMON_GRAPH = {"name", "kind"}

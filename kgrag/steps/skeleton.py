@@ -2,7 +2,8 @@
 
 ``core``     KNN chunk graph + PageRank (or uniform) core selection — no LLM.
 ``extract``  extraction on the core chunks only: LLM calls (``method: llm``, the one
-             LLM-paying step) or a spaCy parse (``method: nlp``, no LLM). Its
+             LLM-paying step), a spaCy parse (``method: nlp``, no LLM) or both (``method:
+             hybrid``: the parse's entities, related by one LLM call per chunk). Its
              per-chunk results live in the shared cache, keyed by chunk text and
              model, prompt and schema or pipeline and extractor version, so any
              other build over the same chunks (another β, HugRAG's hierarchy)
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import networkx as nx
@@ -26,6 +28,7 @@ from kgrag.errors import KgragError
 from kgrag.graphs.core import pagerank, select_core
 from kgrag.graphs.descriptions import summarise
 from kgrag.graphs.extraction import Extraction, counts_frame, extract, merge
+from kgrag.graphs.hybrid_extraction import relate
 from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
 from kgrag.pipeline.registry import Counts, step_kind
@@ -64,7 +67,8 @@ def core(ctx: StepContext) -> None:
 
 
 def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
-    """One call per core chunk, plus the retries each may need; none for method nlp."""
+    """One call per core chunk, plus the retries each may need (methods llm and hybrid;
+    hybrid skips chunks with fewer than two entities); none for method nlp."""
     if config.get("method") == "nlp":
         return 0
     if counts.chunks is None:
@@ -81,8 +85,9 @@ def extract_core(ctx: StepContext) -> None:
     if "core" in ctx.inputs:
         core_ids = pl.read_parquet(ctx.input("core") / CORE).filter(pl.col("core"))["chunk_id"]
         todo = chunks.filter(pl.col("chunk_id").is_in(core_ids.implode()))
-    extractions = (_extract_nlp(ctx, todo) if ctx.config.get("method") == "nlp"
-                   else _extract_llm(ctx, todo))
+    method = ctx.config.get("method", "llm")
+    extractions = {"nlp": _extract_nlp, "hybrid": _extract_hybrid,
+                   "llm": _extract_llm}[method](ctx, todo)
     counts_frame(extractions).write_parquet(ctx.out_dir / EXTRACTIONS)
     entities, relationships = merge(extractions)
     entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
@@ -121,6 +126,26 @@ def _extract_nlp(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
         chunks, lambda docs, total: ctx.progress(docs, total=total, desc="extract", unit="chunk"))
     ctx.notes.update(parsed=extractor.parsed, parse_cache_hits=extractor.cache_hits)
     return extractions
+
+
+def _extract_hybrid(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
+    """The nlp extraction, then one constrained call per chunk relating its entities on
+    its retrieval unit; what happened to each call is counted in the notes."""
+    nlp = _extract_nlp(ctx, todo)
+    cfg, llm = ctx.config, ctx.models.extraction_llm
+    related = [
+        relate(llm, extraction, text, style=cfg["prompt"],
+               max_relationships=cfg["max_relationships"])
+        for extraction, text in ctx.progress(zip(nlp, todo["context"]), total=todo.height,
+                                             desc="relate", unit="chunk")
+    ]
+    outcomes = Counter(r.outcome for r in related)
+    ctx.notes.update(related_chunks=outcomes["related"],
+                     no_entity_chunks=outcomes["no_entities"],
+                     unrelated_chunks=outcomes["unrelated"],
+                     relate_failed_chunks=[r.extraction.chunk_id for r in related
+                                           if r.outcome == "failed"])
+    return [r.extraction for r in related]
 
 
 def read_extraction(ctx: StepContext) -> tuple[pl.DataFrame, pl.DataFrame]:

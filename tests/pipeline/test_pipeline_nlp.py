@@ -1,6 +1,7 @@
-"""Extraction method nlp end to end on a real 2Wiki slice: a skeleton and a hierarchy built
-with no LLM extraction call, KET and HugRAG retrieval on them, the extraction metrics with
-gold triples (and without, on MuSiQue), the dry-run bound and the spec rules."""
+"""Extraction methods nlp and hybrid end to end on a real 2Wiki slice: a skeleton and a
+hierarchy built with no LLM extraction call, KET and HugRAG retrieval on them, the
+extraction metrics with gold triples (and without, on MuSiQue), hybrid's one relating
+call per chunk and its fallbacks, the dry-run bounds and the spec rules."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from kgrag import api
 from kgrag.errors import KgragError
-from kgrag.retrieval.local_search import ENTITIES_FILE
+from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIPS_FILE
 from kgrag.spec import check_spec
 from tests.conftest import SHARED_DATA, write_spec
 from tests.standin import RuleLLM, run_with
@@ -72,13 +73,17 @@ def test_a_skeleton_from_spacy_serves_ket_without_an_extraction_call(wiki: Path)
     assert again["extract.skel"]["notes"]["parse_cache_hits"] == notes["core_chunks"]
 
 
-def test_a_hierarchy_builds_on_spacy_entities(wiki: Path) -> None:
+@pytest.mark.parametrize("method", ["nlp", "hybrid"])
+def test_a_hierarchy_builds_on_spacy_entities(wiki: Path, method: str) -> None:
     llm = RuleLLM()
     steps, rows, _ = run_with(wiki_spec(
-        wiki, graphs=[{"name": "h", "kind": "hierarchy", "max_cluster_size": 6}],
+        wiki, extraction={"method": method},
+        graphs=[{"name": "h", "kind": "hierarchy", "max_cluster_size": 6}],
         query=[{"name": "hug", "strategy": "hugrag", "hierarchy": "h",
                 "budget_tokens": 600}]), llm)
     assert "extract" not in llm.calls
+    assert llm.calls.count("relate") == (steps["extract.h"]["notes"]["core_chunks"]
+                                         if method == "hybrid" else 0)
     assert steps["hierarchy.h"]["notes"]["modules"] >= 2
     assert llm.calls.count("summary") == steps["hierarchy.h"]["notes"]["modules"]
     assert rows["hug"]["n_retrieved"] == 1
@@ -120,6 +125,9 @@ def test_llm_extraction_reports_its_extraction_figures_too(wiki: Path) -> None:
      "extraction.max_entities: 'max_entities' is not a parameter of extraction method nlp"),
     ({"pipeline": "en_core_web_sm"},
      "extraction.pipeline: 'pipeline' is not a parameter of extraction method llm"),
+    ({"method": "hybrid", "keep_ungrounded": True},
+     ("extraction.keep_ungrounded: 'keep_ungrounded' is not a parameter of extraction "
+      "method hybrid")),
 ])
 def test_parameters_of_the_other_method_are_errors(wiki: Path, extraction, message) -> None:
     problems = check_spec(wiki_spec(wiki, extraction=extraction))
@@ -139,3 +147,61 @@ def test_the_cli_exits_2_on_an_unknown_pipeline(wiki: Path, capsys) -> None:
     assert main(["run", str(spec), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kgrag: error: unknown spaCy pipeline") and "pip install" in err
+
+
+HYBRID = {"method": "hybrid", "model": "smollm2-135m", "prompt": "chat"}
+
+
+def test_a_hybrid_skeleton_relates_spacy_entities_with_one_call_per_chunk(wiki: Path) -> None:
+    llm = RuleLLM()
+    steps, rows, builds = run_with(wiki_spec(wiki, "hybrid", extraction=HYBRID), llm)
+    notes = steps["extract.skel"]["notes"]
+    chunks = steps["core.skel"]["notes"]["chunks"]
+    assert llm.calls == ["relate"] * chunks and notes["related_chunks"] == chunks
+    assert notes["no_entity_chunks"] == notes["unrelated_chunks"] == 0
+    assert notes["relate_failed_chunks"] == [] and notes["parsed"] == chunks
+    relationships = pl.read_parquet(wiki / "outputs" / "hybrid"
+                                    / steps["skeleton.skel"]["artefact"] / RELATIONSHIPS_FILE)
+    related = relationships.filter(pl.col("description").str.split("; ")
+                                   .list.contains("relates to"))
+    assert related.height >= 1  # pairs repeat across a document's chunks and merge
+    assert related["source_chunk_ids"].list.len().sum() == chunks
+    skel = next(b for b in builds if b["graph"] == "skel")
+    assert skel["llm_calls"] == chunks and skel["llm_tokens_per_chunk"] > 0
+    assert skel["grounded_share"] == 1.0 and skel["triple_recall"] == 1.0
+    assert rows["ket"]["context_tokens_mean"] > 0
+
+    # the nlp parses are shared with an nlp build over the same chunks
+    nlp, _, _ = run_with(wiki_spec(wiki, "nlp"), RuleLLM())
+    assert nlp["extract.skel"]["notes"]["parse_cache_hits"] == chunks
+
+
+@pytest.mark.parametrize(("relate", "note"), [("self", "unrelated_chunks"),
+                                                ("broken", "relate_failed_chunks")])
+def test_hybrid_falls_back_to_the_nlp_extraction_and_says_so(wiki: Path, relate, note) -> None:
+    steps, _, builds = run_with(wiki_spec(wiki, "hybrid", extraction=HYBRID),
+                                RuleLLM(relate=relate))
+    notes = steps["extract.skel"]["notes"]
+    chunks = steps["core.skel"]["notes"]["chunks"]
+    fallbacks = notes[note]
+    assert (len(fallbacks) if isinstance(fallbacks, list) else fallbacks) == chunks
+    assert notes["related_chunks"] == 0 and notes["failed_chunks"] == []
+    nlp_steps, _, nlp_builds = run_with(wiki_spec(wiki, "nlp"), RuleLLM())
+    assert notes["entities"] == nlp_steps["extract.skel"]["notes"]["entities"]
+    assert notes["relationships"] == nlp_steps["extract.skel"]["notes"]["relationships"]
+    skel, nlp_skel = (next(b for b in rows if b["graph"] == "skel")
+                      for rows in (builds, nlp_builds))
+    assert skel["triple_recall"] == nlp_skel["triple_recall"] == 1.0
+
+
+def test_the_dry_run_bound_counts_hybrid_calls(wiki: Path) -> None:
+    spec = wiki_spec(wiki, "hybrid", extraction=HYBRID)
+    steps, _, _ = run_with(spec, RuleLLM())
+    session = api.open_session(spec)
+    bounds = {p.step.name: p.max_llm_calls for p in api.dry_run(session)}
+    assert bounds["extract.skel"] == 3 * steps["core.skel"]["notes"]["chunks"]  # 2 retries
+    config = session.plan.by_name()["extract.skel"].config
+    assert config["method"] == "hybrid" and config["prompt"] == "chat"
+    assert config["max_relationships"] == 4 and config["llm"]["max_retries"] == 2
+    nlp = api.open_session(wiki_spec(wiki, "nlp")).plan.by_name()["extract.skel"].config
+    assert config["pipeline"] == nlp["pipeline"] and config["extractor"] == nlp["extractor"]
