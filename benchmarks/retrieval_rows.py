@@ -1,12 +1,13 @@
 """Retrieval rows of a spec, with the seed linking of every row that walks by PPR.
 
-    python benchmarks/retrieval_rows.py specs/ppr_seeds_musique.yaml [--run]
+    python benchmarks/retrieval_rows.py specs/ppr_seeds_musique.yaml [--run] [--only a,b]
 
 Without ``--run`` it reads a finished run's retrieve steps. With ``--run`` it first
 runs the retrieve steps and only the steps they read, so a spec whose hugrag rows
 set ``use_hierarchy: false`` never runs the hierarchy's summaries and gates (one LLM
 call per module and per gate check), which ``kgrag run`` would, for the evaluate step
-reports every build.
+reports every build. ``--only`` keeps the rows whose entry name is listed (every
+budget of it), so the rows that need no expensive build can be measured first.
 
 Columns: the evaluate step's (coverage at the row's budget, recall@2 and @5, p50 ms)
 and, for rows whose trace lists PPR seeds (``seeds`` for ppr and ket's ppr channel,
@@ -34,10 +35,16 @@ from kgrag.steps.retrieve import RETRIEVED
 METRICS = ("coverage", "recall@2", "recall@5")
 
 
-def needed(session: api.Session) -> list:
-    """The retrieve steps and, transitively, the steps they read, in plan order."""
+def rows(session: api.Session, only: set[str] | None) -> list:
+    """The retrieve steps, of the entries in ``only`` when given."""
+    return [s for s in session.plan.steps if s.kind == "retrieve"
+            and (only is None or s.name.split(".", 1)[1].split("@")[0] in only)]
+
+
+def needed(session: api.Session, retrieve: list) -> list:
+    """The ``retrieve`` steps and, transitively, the steps they read, in plan order."""
     by_name = session.plan.by_name()
-    wanted = {s.name for s in session.plan.steps if s.kind == "retrieve"}
+    wanted = {s.name for s in retrieve}
     frontier = list(wanted)
     while frontier:
         for dep in by_name[frontier.pop()].inputs.values():
@@ -65,11 +72,13 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("spec")
     parser.add_argument("--run", action="store_true", help="run the retrieve steps first")
+    parser.add_argument("--only", help="comma-separated entry names: only these rows")
     args = parser.parse_args(argv)
     session = api.open_session(args.spec)
+    retrieve = rows(session, set(args.only.split(",")) if args.only else None)
     if args.run:
         run_plan(session.plan, spec=session.spec, models=session.models,
-                 run_dir=session.run_dir, steps=needed(session))
+                 run_dir=session.run_dir, steps=needed(session, retrieve))
     questions = pl.read_parquet(session.artefact("corpus") / QUESTIONS)
     chunks = pl.read_parquet(session.artefact("chunks") / CHUNKS_FILE, columns=["doc_id", "title"])
     title = {d: normalise_name(t) for d, t in chunks.unique("doc_id").iter_rows() if t}
@@ -78,8 +87,8 @@ def main(argv: list[str]) -> None:
     print("| row | " + " | ".join(METRICS) + " | p50 ms | linked | gold seeded | seeds | "
           "nearest |")
     print("|---" * (len(METRICS) + 6) + "|")
-    for step in session.plan.steps:
-        if step.kind != "retrieve":
+    for step in retrieve:
+        if not session.artefact(step.name).exists():
             continue
         strategy = step.config["strategy"]
         retrieved = pl.read_parquet(session.artefact(step.name) / RETRIEVED)
