@@ -13,6 +13,9 @@ import polars as pl
 
 import kgrag.steps  # noqa: F401  (registers the step kinds)
 from kgrag.answer import answer
+from kgrag.bundle.compare import metric_differences
+from kgrag.bundle.pack import BundleSummary, make_bundle
+from kgrag.bundle.replay import unpack
 from kgrag.errors import KgragError
 from kgrag.models import Models
 from kgrag.models.cache import CacheStats, CallCache
@@ -51,10 +54,13 @@ class Session:
         return artefact_dir(self.run_dir, step_name, self.plan.by_name()[step_name].fingerprint)
 
 
-def open_session(spec_path: str | Path) -> Session:
-    """Load and validate a spec, resolve its models and compile its plan (no work is done)."""
-    spec = load_spec(spec_path)
-    cache = CallCache(spec.cache_dir)
+def open_session(spec_path: str | Path, *, root: Path | None = None,
+                 cache: CallCache | None = None) -> Session:
+    """Load and validate a spec, resolve its models and compile its plan (no work is done).
+    ``root`` and ``cache`` replace the project the outputs go under and the spec's call
+    cache (a replay runs in its own folder on the bundle's calls)."""
+    spec = load_spec(spec_path, root)
+    cache = CallCache(spec.cache_dir) if cache is None else cache
     nlp = spec.extraction["method"] == "nlp"
     models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
                     spec.extraction["pipeline"] if nlp else None)
@@ -100,14 +106,15 @@ def _known_question_count(session: Session, intact: bool) -> int | None:
         return 0
     if corpus["questions"] is not None:
         return len(corpus["questions"])
-    path = session.spec.resolve(corpus["path"])
+    path = session.spec.resolve(corpus.get("questions_file", corpus["path"]))
     if path.is_dir():  # a HolisQA domain folder: its questions are in qa.jsonl
         path = path / "qa.jsonl"
     if not path.is_file():
         return None
     with open(path, "rb") as handle:
         lines = sum(1 for line in handle if line.strip())
-    return lines if corpus["limit"] is None else min(lines, corpus["limit"])
+    limited = corpus["limit"] is not None and "questions_file" not in corpus  # else documents
+    return min(lines, corpus["limit"]) if limited else lines
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,7 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     if name not in strategies:
         raise KgragError(f"no query strategy {name!r} in {session.spec.path.name}; "
                          f"choose from: {', '.join(strategies) or '(none)'}")
-    step = session.plan.by_name()[f"retrieve.{name}"]
+    step = session.plan.queries[name]
     index_steps = [dep for role, dep in step.inputs.items() if role != "corpus"]
     run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
              steps=session.plan.upstream(index_steps), echo=echo)
@@ -166,6 +173,52 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     title_of = dict(zip(documents["doc_id"], documents["title"]))
     return QueryResult(question, name, context.unit_ids, [title_of[d] for d in context.doc_ids],
                        context.tokens, elapsed_ms, text, context.trace)
+
+
+def bundle(spec_path: str | Path, out: str | Path, *, copy_corpus: bool = True
+           ) -> BundleSummary:
+    """Pack the finished run of a spec into one file (see ``kgrag.bundle.pack``)."""
+    session = open_session(spec_path)
+    try:
+        return make_bundle(session, Path(out), copy_corpus=copy_corpus)
+    finally:
+        session.cache.close()
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    manifest: Manifest
+    model_calls: int  # LLM calls and embeddings the models computed: 0, or the replay failed
+    served: int  # LLM requests and embeddings the bundle's cache answered
+    differences: list[str] | None  # metrics unlike the bundle's (None: nothing evaluated)
+
+
+def replay(bundle_path: str | Path, folder: str | Path, corpora: tuple[Path, ...] = (), *,
+           echo: Echo = print) -> ReplayResult:
+    """Unpack a bundle into ``folder`` and rerun its spec there on the bundle's calls alone:
+    the plan must compile to the bundle's fingerprints, no model is called, and the
+    metrics are compared with the bundle's (timings aside, see ``kgrag.bundle.compare``)."""
+    unpacked = unpack(Path(bundle_path), Path(folder), corpora)
+    session = open_session(unpacked.spec, root=unpacked.project,
+                           cache=CallCache(unpacked.cache_dir, sealed=True))
+    try:
+        planned = {step.name: step.fingerprint for step in session.plan.steps}
+        if planned != unpacked.index["steps"]:
+            changed = sorted(set(planned.items()) ^ set(unpacked.index["steps"].items()))
+            raise KgragError(f"cannot replay {bundle_path}: the spec compiles to another plan "
+                             f"here (first difference: step {changed[0][0]}); it was made by "
+                             "another kgrag version, whose steps or fingerprints differ")
+        manifest = run_plan(session.plan, spec=session.spec, models=session.models,
+                            run_dir=session.run_dir, echo=echo)
+    finally:
+        session.cache.close()
+    usage = [step[kind] for step in manifest.steps for kind in ("llm", "embed")]
+    differences = None
+    if METRICS in unpacked.members:
+        differences = metric_differences(json.loads(unpacked.members[METRICS]),
+                                         json.loads((session.run_dir / METRICS).read_text()))
+    return ReplayResult(manifest, sum(u["calls"] for u in usage),
+                        sum(u["cache_hits"] for u in usage), differences)
 
 
 def cache_stats(directory: Path | None = None) -> CacheStats:

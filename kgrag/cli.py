@@ -14,6 +14,7 @@ from pathlib import Path
 from kgrag.errors import KgragError
 
 EXIT_USER_ERROR = 2
+EXIT_MISMATCH = 1  # a replay whose metrics differ from its bundle's
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -87,6 +88,36 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bundle(args: argparse.Namespace) -> int:
+    from kgrag import api
+
+    summary = api.bundle(args.spec, args.output, copy_corpus=not args.no_corpus)
+    corpus = "corpus copied" if summary.corpus_copied else "corpus by sha256 only"
+    print(f"bundle {summary.path}: {summary.size_bytes / 2**20:.2f} MiB, {summary.calls} cache "
+          f"entries, {corpus}")
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from kgrag import api
+    from kgrag.bundle.compare import TIMING
+
+    bundle = Path(args.bundle)
+    folder = Path(args.dir) if args.dir else Path(f"{bundle.name.split('.')[0]}-replay")
+    result = api.replay(bundle, folder, tuple(args.corpus))
+    print(f"\nreplayed in {folder}: {result.model_calls} model calls; {result.served} LLM "
+          "requests and embeddings answered by the bundle's cache")
+    if result.differences is None:
+        print("no evaluation in this spec: no metrics to compare")
+        return 0
+    if result.differences:
+        print("metrics.json differs from the bundle's:\n  " + "\n  ".join(result.differences))
+        return EXIT_MISMATCH
+    print(f"metrics.json: identical to the bundle's apart from timings ({', '.join(TIMING)}) "
+          "and builds' paid calls (llm_calls, cache_hits: answered by the cache here)")
+    return 0
+
+
 def _cmd_cache(args: argparse.Namespace) -> int:
     from kgrag import api
 
@@ -131,6 +162,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question")
     p.add_argument("--strategy", help="a query strategy name from the spec (default: first)")
     p.set_defaults(func=_cmd_query)
+
+    p = sub.add_parser("bundle", help="pack a finished run into one file another machine "
+                       "can replay: spec, corpus, the cache entries it used, manifest")
+    p.add_argument("spec")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the bundle to write (a .tar.gz)")
+    p.add_argument("--no-corpus", action="store_true",
+                   help="ship only the corpus files' sha256; the replay is given them with "
+                        "--corpus")
+    p.set_defaults(func=_cmd_bundle)
+
+    p = sub.add_parser("replay", help="rerun a bundle offline in a folder of its own, with no "
+                       "model call, and compare its metrics with the bundle's")
+    p.add_argument("bundle")
+    p.add_argument("--dir", help="folder to replay in: new, empty, or an earlier replay of the "
+                   "same bundle, which resumes (default: ./<bundle name>-replay)")
+    p.add_argument("--corpus", action="append", default=[], type=Path, metavar="PATH",
+                   help="a corpus file or folder for a bundle made with --no-corpus, matched "
+                        "by sha256 (repeat for a questions file)")
+    p.set_defaults(func=_cmd_replay)
 
     p = sub.add_parser("cache", help="model-call cache statistics or clearing")
     p.add_argument("action", choices=["stats", "clear"])

@@ -11,7 +11,8 @@ answer cleaning and document deduplication.
 
 Datasets with sentence-level gold evidence (HolisQA) also fill
 ``Corpus.sentences`` with each sentence's character span in its document;
-2Wiki's gold facts (``evidences``) fill ``Corpus.triples``.
+2Wiki's gold facts (``evidences``) fill ``Corpus.triples``. Plain corpora (``jsonl``,
+``text``) have questions when the spec names a ``questions_file`` of the user's own.
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ def load_corpus(cfg: Mapping[str, Any], base_dir: Path) -> Corpus:
             f"corpus path {path} does not exist; fix corpus.path "
             f"(relative paths resolve against {base_dir})"
         )
+    if "questions_file" in cfg:  # importers read it, relative paths resolved like ``path``
+        questions = Path(cfg["questions_file"]).expanduser()
+        cfg = {**cfg, "questions_file": questions if questions.is_absolute()
+               else base_dir / questions}
     corpus = load(path, cfg)
     if corpus.documents.is_empty():
         raise KgragError(f"empty corpus: {path} holds no documents")
@@ -235,25 +240,70 @@ def _questions_frame(records: list[QuestionRecord]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=QUESTION_SCHEMA)
 
 
-def plain_corpus(pairs: Iterable[tuple[str, str]], cfg: Mapping[str, Any], dataset: str) -> Corpus:
-    """Build a question-less corpus from (title, text) pairs.
+def plain_corpus(items: Iterable[tuple[str | None, str, str]], cfg: Mapping[str, Any],
+                 dataset: str, id_hint: str) -> Corpus:
+    """Build a corpus from (user's document id or None, title, text) items, with the
+    questions of ``corpus.questions_file`` when the spec names one.
 
     Blank texts are skipped and duplicates dropped; ``limit`` counts the
-    distinct documents kept, and stops reading once it is reached.
+    distinct documents kept, and stops reading once it is reached. ``id_hint``
+    says where a document's id comes from, for messages about supporting ids.
     """
-    if cfg.get("questions") is not None:
+    questions_file = cfg.get("questions_file")
+    if cfg.get("questions") is not None and questions_file is None:
         raise KgragError(
-            f"dataset {dataset!r} has no questions; remove corpus.questions "
-            "(it selects questions of benchmark datasets)"
+            f"dataset {dataset!r} has no questions of its own; remove corpus.questions "
+            "or name your questions in corpus.questions_file"
         )
     limit = cfg.get("limit")
     documents: dict[tuple[str, str], str] = {}
-    for title, text in pairs:
+    by_id: dict[str, dict[tuple[str, str], None]] = {}
+    for key, title, text in items:
         if text.strip() and (title, text) not in documents:
             documents[(title, text)] = make_doc_id(title, text)
+            if key is not None:
+                by_id.setdefault(key, {})[(title, text)] = None
             if limit is not None and len(documents) >= limit:
                 break
-    return Corpus(documents=_documents_frame(documents), questions=empty_questions())
+    questions = empty_questions()
+    if questions_file is not None:
+        hint = id_hint + (f"; corpus.limit keeps the first {limit} documents" if limit else "")
+        records = _own_questions(Path(questions_file), by_id, hint)
+        questions = _questions_frame(
+            select_questions(records, {"questions": cfg.get("questions")}, Path(questions_file)))
+    return Corpus(documents=_documents_frame(documents), questions=questions)
+
+
+def _own_questions(path: Path, by_id: Mapping[str, Mapping[tuple[str, str], None]],
+                   id_hint: str) -> list[QuestionRecord]:
+    """The rows of a questions file: ``id``, ``question``, ``answers`` and, optionally,
+    ``supporting`` document ids, each naming exactly one document of the corpus."""
+    if not path.exists():
+        raise KgragError(f"corpus.questions_file {path} does not exist; fix the path "
+                         "(relative paths resolve against the spec's folder)")
+    records = []
+    for lineno, record in read_jsonl(path):
+        where = f"{path}:{lineno}"
+        question_id = record.get("id")
+        if not isinstance(question_id, (str, int)) or isinstance(question_id, bool):
+            raise KgragError(f"{where}: field 'id' must be a string or an integer"
+                             if "id" in record else f"{where}: missing field 'id'")
+        answers = clean_answers(get_strings(record, "answers", where))
+        if not answers:
+            raise KgragError(f"{where}: field 'answers' needs at least one non-empty answer")
+        supporting = []
+        for doc_key in get_strings(record, "supporting", where) if "supporting" in record else []:
+            named = by_id.get(doc_key, {})
+            if len(named) != 1:
+                problem = "no document has" if not named else f"{len(named)} documents have"
+                raise KgragError(f"{where}: supporting: {problem} the id {doc_key!r} "
+                                 f"({id_hint})")
+            supporting.extend(named)
+        records.append(QuestionRecord(
+            line=lineno, question_id=str(question_id),
+            question=get_field(record, "question", str, where), answers=answers,
+            paragraphs=(), supporting=tuple(supporting)))
+    return records
 
 
 def _documents_frame(documents: dict[tuple[str, str], str]) -> pl.DataFrame:
@@ -544,22 +594,25 @@ def import_jsonl(path: Path, cfg: Mapping[str, Any]) -> Corpus:
     """
     fields = {"id": "id", "title": "title", "text": "text", **cfg.get("fields", {})}
 
-    def pairs() -> Iterator[tuple[str, str]]:
+    def items() -> Iterator[tuple[str | None, str, str]]:
         for lineno, record in read_jsonl(path):
             where = f"{path}:{lineno}"
             text = get_field(record, fields["text"], str, where)
+            doc_key = record.get(fields["id"])
+            if not isinstance(doc_key, (str, int)) or isinstance(doc_key, bool):
+                doc_key = None
             title = record.get(fields["title"])
             if not (isinstance(title, str) and title.strip()):
-                doc_key = record.get(fields["id"])
-                if not isinstance(doc_key, (str, int)) or isinstance(doc_key, bool):
+                if doc_key is None:
                     raise KgragError(
                         f"{where}: needs a string field {fields['title']!r} or an id field "
                         f"{fields['id']!r}; set corpus.fields to the names your file uses"
                     )
                 title = str(doc_key)
-            yield title, text
+            yield None if doc_key is None else str(doc_key), title, text
 
-    return plain_corpus(pairs(), cfg, "jsonl")
+    hint = f"a document's id is its field {fields['id']!r}"
+    return plain_corpus(items(), cfg, "jsonl", hint)
 
 
 @importer("text")
@@ -581,9 +634,11 @@ def import_text(path: Path, cfg: Mapping[str, Any]) -> Corpus:
     )
     visible = (relative for relative in files if not _HIDDEN.search(relative.as_posix()))
     return plain_corpus(
-        ((relative.as_posix(), _read_text(path / relative)) for relative in visible),
+        ((relative.as_posix(), relative.as_posix(), _read_text(path / relative))
+         for relative in visible),
         cfg,
         "text",
+        "a document's id is its file's path relative to the corpus folder, e.g. 'notes/a.md'",
     )
 
 

@@ -167,6 +167,20 @@ def _adjacency_test(adjacent: Adjacency) -> Callable[[str, str], bool]:
     return lambda a, b: frozenset((a, b)) in adjacent
 
 
+def similarity_judge(vectors: Mapping[str, np.ndarray], threshold: float) -> Judge:
+    """A judge with no LLM: yes when the two modules' summary vectors have cosine at
+    least ``threshold``. Every candidate already passed ``min_similarity`` and top-m,
+    so this keeps the most related of them; what it cannot see is causality, which is
+    why it is an option beside the LLM's yes / no and not a replacement of it."""
+    ids = sorted(vectors, key=id_number)
+    unit = dict(zip(ids, _unit_vectors(ids, vectors)))
+
+    def judge(a: str, b: str) -> bool:
+        return float(unit[a] @ unit[b]) >= threshold
+
+    return judge
+
+
 def find_gates(hierarchy: Hierarchy, vectors: Mapping[str, np.ndarray],
                adjacent: Adjacency, judge: Judge, *, top_m: int = 3,
                min_similarity: float = 0.5) -> GateSearch:

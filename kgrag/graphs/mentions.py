@@ -173,11 +173,11 @@ def _refers_to(span: Any, title: Title) -> bool:
 
 
 def _is_day(token: Any) -> bool:
-    return token.text.isdigit() and 1 <= int(token.text) <= 31
+    return token.text.isdecimal() and 1 <= int(token.text) <= 31
 
 
 def _is_year(token: Any) -> bool:
-    return token.text.isdigit() and len(token.text) in (3, 4)
+    return token.text.isdecimal() and len(token.text) in (3, 4)
 
 
 def _words(text: str) -> frozenset[str]:

@@ -18,6 +18,12 @@ Several processes may share one cache (two specs run side by side over one corpu
 call another is computing waits for that result instead of paying for it again. A
 claim names its process; one whose process is gone (killed mid-call) or that is older
 than ``CLAIM_TTL_S`` (a process on another host) is stale and taken over.
+
+A run must be able to say exactly which entries it used, so that a bundle ships those
+and no others: ``recording()`` collects every key looked up or stored while it is
+open (hits and computed calls alike), and the runner keeps each step's keys with its
+artefact. A ``sealed`` cache (a replay's) answers from its entries only: a miss is an
+error, never a model call.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +75,7 @@ class CacheStats:
 class CallCache:
     """A diskcache-backed store of model outputs with integrity checks."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, sealed: bool = False) -> None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self._cache = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none")
@@ -78,13 +85,29 @@ class CallCache:
             raise KgragError(f"the model-call cache at {directory} is damaged ({exc}); move or "
                              "delete that folder (its calls will be recomputed)") from exc
         self.directory = directory
+        self.sealed = sealed
+        self._recordings: list[set[str]] = []
 
-    def get(self, key: str, model: str) -> dict[str, Any] | None:
-        """The stored payload for ``key``, or None on a miss or a corrupt entry."""
-        raw = self._cache.get(key)
-        payload = None if raw is None else self._decode(key, raw)
-        self._count(model, "hits" if payload is not None else "misses")
-        return payload
+    @contextmanager
+    def recording(self) -> Iterator[set[str]]:
+        """Yield a set that collects every key used until the block ends."""
+        keys: set[str] = set()
+        self._recordings.append(keys)
+        try:
+            yield keys
+        finally:
+            self._recordings.remove(keys)
+
+    def _used(self, keys: list[str]) -> None:
+        for recording in self._recordings:
+            recording.update(keys)
+
+    def _refuse_misses(self, keys: list[str], model: str) -> None:
+        if self.sealed and keys:
+            raise KgragError(
+                f"the sealed cache at {self.directory} holds no entry for {len(keys)} request(s) "
+                f"of {model} (first: {keys[0]}); a replay makes no model call, so the bundle "
+                "must hold every call the run makes (was it made by another kgrag version?)")
 
     def get_or_compute(self, key: str, model: str, compute: Callable[[], dict[str, Any]]
                        ) -> tuple[dict[str, Any], bool]:
@@ -95,12 +118,14 @@ class CallCache:
         result is stored, and counts it as a hit.
         """
         claim = f"claim:{key}"
+        self._used([key])
         while True:
             raw = self._cache.get(key)
             payload = None if raw is None else self._decode(key, raw)
             if payload is not None:
                 self._count(model, "hits")
                 return payload, False
+            self._refuse_misses([key], model)
             if self._cache.add(claim, _holder(), expire=CLAIM_TTL_S):
                 try:
                     payload = compute()
@@ -125,9 +150,11 @@ class CallCache:
 
     def get_many(self, keys: list[str], model: str) -> list[dict[str, Any] | None]:
         """Batch lookup (one transaction) for embedding-sized workloads."""
+        self._used(keys)
         with self._cache.transact():
             raws = [self._cache.get(k) for k in keys]
         payloads = [None if r is None else self._decode(k, r) for k, r in zip(keys, raws)]
+        self._refuse_misses([k for k, p in zip(keys, payloads) if p is None], model)
         hits = sum(p is not None for p in payloads)
         self._count(model, "hits", hits)
         self._count(model, "misses", len(keys) - hits)
@@ -138,6 +165,23 @@ class CallCache:
         with self._cache.transact():
             for key, payload in items:
                 self.set(key, payload)
+
+    def entries(self, keys: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(key, payload) of each key, for a bundle; counts nothing. Raises when entries
+        are gone (the cache was cleared since the run), naming how many and one of them."""
+        missing = []
+        for key in keys:
+            raw = self._cache.get(key)
+            payload = None if raw is None else self._decode(key, raw)
+            if payload is None:
+                missing.append(key)
+            elif not missing:
+                yield key, payload
+        if missing:
+            raise KgragError(
+                f"the cache at {self.directory} no longer holds {len(missing)} of the entries "
+                f"the run used (first: {missing[0]}); run the spec again with --force corpus "
+                "to recompute them")
 
     def _decode(self, key: str, raw: Any) -> dict[str, Any] | None:
         try:

@@ -119,10 +119,16 @@ def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
+def folder_files(folder: Path) -> list[Path]:
+    """Every file under ``folder``, hidden ones too, sorted: what ``folder_sha256`` hashes
+    (and a bundle copies)."""
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
 def folder_sha256(folder: Path) -> str:
     """One hash over every file of a model folder (names and contents), in sorted order."""
     digest = hashlib.sha256()
-    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for file in folder_files(folder):
         digest.update(str(file.relative_to(folder)).encode() + b"\0")
         digest.update(file_sha256(file).encode())
     return digest.hexdigest()

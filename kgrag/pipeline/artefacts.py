@@ -23,6 +23,9 @@ TEMP_PREFIX = ".tmp-"
 # Inside every artefact folder: the manifest record of the run that built it (wall time,
 # peak memory, model calls and cache hits, notes), so its cost outlives that run.
 BUILD_RECORD = "build.json"
+# Inside every artefact folder: the sorted keys of every call-cache entry the step read or
+# wrote, so that a bundle of the run ships exactly the calls a replay will ask for.
+CALLS_RECORD = "calls.json"
 
 
 def artefact_dir(run_dir: Path, step_name: str, fingerprint: str) -> Path:

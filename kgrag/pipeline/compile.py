@@ -26,7 +26,9 @@ SWEEPABLE_QUERY = ("budget_tokens", "theta")
 
 
 def has_questions(spec: Spec) -> bool:
-    return spec.corpus["dataset"] in BENCHMARK_SHAPES
+    """Whether the run evaluates: benchmark datasets carry questions, and a jsonl or text
+    corpus has them when it names a ``questions_file``."""
+    return spec.corpus["dataset"] in BENCHMARK_SHAPES or "questions_file" in spec.corpus
 
 
 def variants(item: dict[str, Any], keys: tuple[str, ...]) -> list[tuple[dict[str, Any], dict]]:
@@ -40,22 +42,27 @@ def label(name: str, chosen: dict[str, Any]) -> str:
     return name + (f"@{','.join(f'{k}={v}' for k, v in chosen.items())}" if chosen else "")
 
 
-def _source_sha256(path: Path) -> str:
+def source_sha256(path: Path, what: str = "corpus path") -> str:
+    """The content hash of a corpus source, a file or a folder (what fingerprints and
+    bundles identify it by); ``what`` names it in messages."""
     try:
         if path.is_file():
             return file_sha256(path)
         if path.is_dir():
             return folder_sha256(path)
     except OSError as exc:  # a name too long, a folder we may not read
-        raise KgragError(f"corpus path cannot be read: {exc.strerror}: {path}") from None
-    raise KgragError(f"corpus path does not exist: {path}")
+        raise KgragError(f"{what} cannot be read: {exc.strerror}: {path}") from None
+    raise KgragError(f"{what} does not exist: {path}")
 
 
 def compile_plan(spec: Spec, models: Models) -> Plan:
     """The steps a spec asks for, each fingerprinted from what changes its output."""
     plan = Plan()
-    corpus = {k: v for k, v in thaw(spec.corpus).items() if k != "path"}
-    corpus["source_sha256"] = _source_sha256(spec.resolve(spec.corpus["path"]))
+    corpus = {k: v for k, v in thaw(spec.corpus).items() if k not in ("path", "questions_file")}
+    corpus["source_sha256"] = source_sha256(spec.resolve(spec.corpus["path"]))
+    if "questions_file" in spec.corpus:  # by content, like the documents; absent otherwise
+        corpus["questions_sha256"] = source_sha256(spec.resolve(spec.corpus["questions_file"]),
+                                                   "corpus.questions_file")
     plan.add("corpus", "import", corpus)
     embedder = models.embedder_model.sha256
     plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
@@ -69,14 +76,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                   for chosen, s in strategies]
     if any("dense" in STRATEGIES[s["strategy"]].needs(s).values() for _, s in strategies):
         plan.add("dense", "dense_index", {"embedder": embedder}, {"chunks": "chunks"})
-    if not has_questions(spec):
-        return plan
-    answering = spec.answer["questions"] != 0
-    evaluate_inputs = {"corpus": "corpus", "chunks": "chunks"}
-    for build in builds:  # each graph build's cost is reported beside the strategies
-        evaluate_inputs |= {f"build.{step}": step for step in build["steps"]}
     for _, strategy in strategies:
-        name = strategy["name"]
         config = {"strategy": strategy, "embedder": embedder}
         if uses_llm(strategy):
             config |= {"llm": llm, "prompt": spec.answer["prompt"],
@@ -85,14 +85,28 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
             # questions parsed like the chunks: the pipeline joins the fingerprint
             assert models.pipeline is not None, "the spec check requires method nlp"
             config["pipeline"] = models.pipeline.identity()
-        retrieve = plan.add(f"retrieve.{name}", "retrieve", config,
-                            {"corpus": "corpus", "chunks": "chunks",
-                             **STRATEGIES[strategy["strategy"]].needs(strategy)})
+        plan.queries[strategy["name"]] = plan.step(
+            f"retrieve.{strategy['name']}", "retrieve", config,
+            {"corpus": "corpus", "chunks": "chunks",
+             **STRATEGIES[strategy["strategy"]].needs(strategy)})
+    if not has_questions(spec):
+        return plan
+    answering = spec.answer["questions"] != 0
+    evaluate_inputs = {"corpus": "corpus", "chunks": "chunks"}
+    for build in builds:  # each graph build's cost is reported beside the strategies
+        evaluate_inputs |= {f"build.{step}": step for step in build["steps"]}
+    for _, strategy in strategies:
+        name = strategy["name"]
+        retrieve = plan.append(plan.queries[name])
         evaluate_inputs[retrieve.name] = retrieve.name
         if strategy["strategy"] == "hugrag":  # its structural metrics read the entities
             evaluate_inputs[f"graph.{name}"] = f"hierarchy.{strategy['hierarchy']}"
         if answering:
-            step = plan.add(f"answer.{name}", "answer", {**thaw(spec.answer), "llm": llm},
+            settings = {**thaw(spec.answer), "llm": llm}
+            if "questions" in strategy:  # it retrieved for its first N: answer at most those
+                settings["questions"] = min(strategy["questions"],
+                                            settings["questions"] or strategy["questions"])
+            step = plan.add(f"answer.{name}", "answer", settings,
                             {"corpus": "corpus", "retrieve": retrieve.name})
             evaluate_inputs[step.name] = step.name
     plan.add("evaluate", "evaluate",
@@ -125,7 +139,10 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
                                    {**extraction, "beta": cfg["beta"]},
                                    {"chunks": "chunks", "core": core.name})
                 summarise = {"summarise": llm_work} if cfg["summarise_descriptions"] else {}
-                plan.add(f"skeleton.{name}", "skeleton", {"embedder": embedder, **summarise},
+                # in the config only when off, so the default builds keep their fingerprints
+                unembedded = {} if cfg["relationship_vectors"] else {"relationship_vectors": False}
+                plan.add(f"skeleton.{name}", "skeleton",
+                         {"embedder": embedder, **summarise, **unembedded},
                          {"extract": extract.name})
             elif cfg["kind"] == "hierarchy":
                 _add_hierarchy(plan, name, cfg, extraction, llm_work, embedder)
@@ -164,7 +181,10 @@ def _add_hierarchy(plan: Plan, name: str, cfg: dict[str, Any], extraction: dict[
     """HugRAG's build: extraction on every chunk, hierarchy, module summaries, gates.
 
     Summaries and gate checks are knowledge-building LLM work, so they use the
-    extraction LLM and its prompt style (``llm``), whatever the extraction method.
+    extraction LLM and its prompt style (``llm``), whatever the extraction method. The
+    no-LLM options (``summaries: extractive``, ``gate_judge: similarity``) name no LLM in
+    their step's config, and the LLM path's config is what it was before they existed,
+    so landed specs keep their fingerprints.
     """
     extract = plan.add(f"extract.{name}", "extract", {**extraction, "beta": 1.0},
                        {"chunks": "chunks"})
@@ -172,11 +192,14 @@ def _add_hierarchy(plan: Plan, name: str, cfg: dict[str, Any], extraction: dict[
         f"hierarchy.{name}", "hierarchy",
         {k: cfg[k] for k in ("fuzzy", "cosine", "max_cluster_size", "max_levels", "seed")}
         | {"embedder": embedder}, {"extract": extract.name})
+    writer = {"method": "extractive"} if cfg["summaries"] == "extractive" else llm
     summaries = plan.add(f"summaries.{name}", "summarise",
-                         {"summary_entities": cfg["summary_entities"], "embedder": embedder, **llm},
-                         {"hierarchy": hierarchy.name})
+                         {"summary_entities": cfg["summary_entities"], "embedder": embedder,
+                          **writer}, {"hierarchy": hierarchy.name})
+    judge = ({"judge": "similarity", "threshold": cfg["gate_judge_similarity"]}
+             if cfg["gate_judge"] == "similarity" else llm)
     plan.add(f"gates.{name}", "gates",
-             {"top_m": cfg["gate_top_m"], "min_similarity": cfg["gate_min_similarity"], **llm},
+             {"top_m": cfg["gate_top_m"], "min_similarity": cfg["gate_min_similarity"], **judge},
              {"hierarchy": hierarchy.name, "summaries": summaries.name})
 
 

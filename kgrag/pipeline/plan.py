@@ -28,21 +28,32 @@ class Step:
 @dataclass
 class Plan:
     steps: list[Step] = field(default_factory=list)
+    # strategy name -> its retrieve step, which ``kgrag query`` loads; a run executes it
+    # only when the corpus has questions (it is then in ``steps`` too)
+    queries: dict[str, Step] = field(default_factory=dict)
 
-    def add(self, name: str, kind: str, config: dict[str, Any],
-            inputs: dict[str, str] | None = None) -> Step:
-        """Append a step, fingerprinting it from its config and its inputs' fingerprints."""
+    def step(self, name: str, kind: str, config: dict[str, Any],
+             inputs: dict[str, str] | None = None) -> Step:
+        """A step fingerprinted from its config and its inputs' fingerprints (inputs must
+        be in the plan already), not yet added to it."""
         by_name = self.by_name()
-        if name in by_name:
-            raise ValueError(f"duplicate step name {name!r}")
         inputs = dict(inputs or {})
         body = canonical_json({
             "kind": kind, "version": KINDS[kind].version, "config": config,
             "inputs": {role: by_name[dep].fingerprint for role, dep in inputs.items()},
         })
-        step = Step(name, kind, config, inputs, hashlib.sha256(body.encode()).hexdigest())
+        return Step(name, kind, config, inputs, hashlib.sha256(body.encode()).hexdigest())
+
+    def append(self, step: Step) -> Step:
+        if step.name in self.by_name():
+            raise ValueError(f"duplicate step name {step.name!r}")
         self.steps.append(step)
         return step
+
+    def add(self, name: str, kind: str, config: dict[str, Any],
+            inputs: dict[str, str] | None = None) -> Step:
+        """Fingerprint a step and append it."""
+        return self.append(self.step(name, kind, config, inputs))
 
     def by_name(self) -> dict[str, Step]:
         return {s.name: s for s in self.steps}

@@ -1,7 +1,8 @@
 """Execute a plan: reuse every artefact whose fingerprint exists, run the rest.
 
 Per step the runner measures wall time, peak RSS and model usage (as the
-difference of the model layers' counters), and rewrites the manifest after
+difference of the model layers' counters), keeps the keys of the cache entries the step
+used beside its artefact (what ``kgrag bundle`` ships), and rewrites the manifest after
 each step so even an interrupted run documents what it completed. An artefact
 whose files no longer match its listing is rebuilt rather than reused
 (``kgrag.pipeline.integrity``).
@@ -23,6 +24,7 @@ import psutil
 from kgrag.errors import KgragError
 from kgrag.pipeline.artefacts import (
     BUILD_RECORD,
+    CALLS_RECORD,
     artefact_dir,
     atomic_dir,
     remove_stale_temps,
@@ -144,9 +146,11 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
         record["damaged"] = problem
     llm_before, embed_before = models.usage_snapshot()
     started = time.perf_counter()
-    with PeakRSS() as rss, atomic_dir(final) as tmp, step_label(step.name):
+    with (PeakRSS() as rss, atomic_dir(final) as tmp, step_label(step.name),
+          models.cache.recording() as used):
         ctx = StepContext(step, spec, models, tmp, inputs)
         kind.run(ctx)
+        write_json_atomic(tmp / CALLS_RECORD, sorted(used))
         wall = time.perf_counter() - started
         llm_after, embed_after = models.usage_snapshot()
         llm = llm_after.since(llm_before).as_dict()

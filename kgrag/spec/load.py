@@ -35,6 +35,8 @@ _MERGE_TAG = _YAML_TAG + "merge"
 _ALLOWED_TAGS = frozenset(
     _YAML_TAG + name for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")
 ) | {_MERGE_TAG}
+PLAIN_SHAPES = ("jsonl", "text")
+"""Datasets of documents alone: their questions, if any, come from ``corpus.questions_file``."""
 _MAX_NODES = 100_000
 _MAX_SHOWN = 60
 _CLOSE = 0.7  # difflib similarity for "did you mean"; 0.6 pairs 'base' with 'answer'
@@ -83,11 +85,12 @@ def check_spec(path: str | Path) -> list[str]:
     return messages
 
 
-def load_spec(path: str | Path) -> Spec:
+def load_spec(path: str | Path, root: Path | None = None) -> Spec:
     """Load, validate and default-fill the spec at ``path``.
 
     Raises ``KgragError`` listing every problem (one per line) so the CLI can
-    show them all without a traceback.
+    show them all without a traceback. ``root`` is the project its outputs go
+    under (default: found from the spec's folder; a replay names its own).
     """
     path = Path(path)
     messages, document = _check(path)
@@ -97,7 +100,7 @@ def load_spec(path: str | Path) -> Spec:
     absolute = path.resolve()
     return Spec(
         path=absolute,
-        root=find_root(absolute.parent),
+        root=find_root(absolute.parent) if root is None else root.resolve(),
         sha256=hashlib.sha256(document.raw).hexdigest(),
         data=freeze(document.data),
     )
@@ -513,6 +516,15 @@ def _semantic_problems(data: dict[str, Any], lines: dict[KeyPath, int]) -> Itera
             path,
             f"must be smaller than chunking.size ({chunking['size']}), "
             f"got {chunking['overlap']}; chunks would never advance",
+        )
+    corpus = data["corpus"]
+    if "questions_file" in corpus and corpus["dataset"] not in PLAIN_SHAPES:
+        path = ("corpus", "questions_file")
+        yield _Problem(
+            _line_for(path, lines),
+            path,
+            f"only datasets {' and '.join(PLAIN_SHAPES)} take a questions file; "
+            f"{corpus['dataset']} brings its own questions",
         )
 
 

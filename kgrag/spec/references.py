@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 GRAPH_PARAMS = {
-    "skeleton": {"beta", "select", "knn_k", "seed", "summarise_descriptions"},
+    "skeleton": {"beta", "select", "knn_k", "seed", "summarise_descriptions",
+                 "relationship_vectors"},
     "bipartite": {"tau"},
     "entities": set(),
     "hierarchy": {"fuzzy", "cosine", "max_cluster_size", "max_levels", "seed", "gate_top_m",
-                  "gate_min_similarity", "summary_entities"},
+                  "gate_min_similarity", "summary_entities", "summaries", "gate_judge",
+                  "gate_judge_similarity"},
 }
 # A personalised-PageRank walk's parameters: strategy ppr's, and those of the ppr
 # channels of ket (skeleton_search: ppr) and hugrag (entity_seeds: ppr).
@@ -50,7 +52,7 @@ EXTRACTION_PARAMS = {
 }
 THETA_DEFAULTS = {"ket": 0.4, "hybrid": 0.5}  # KET-RAG's θ; Hybrid-RAG's equal split
 COMMON_GRAPH = {"name", "kind"}
-COMMON_STRATEGY = {"name", "strategy", "budget_tokens"}
+COMMON_STRATEGY = {"name", "strategy", "budget_tokens", "questions"}
 
 Problem = tuple[tuple[Any, ...], str]
 
@@ -72,6 +74,10 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
         kinds[graph["name"]] = graph["kind"]
         yield from _misplaced(("graphs", i), graph, GRAPH_PARAMS[graph["kind"]] | COMMON_GRAPH,
                               f"a {graph['kind']} graph")
+        if "gate_judge_similarity" in graph and graph.get("gate_judge") != "similarity":
+            yield (("graphs", i, "gate_judge_similarity"),
+                   ("gate_judge_similarity is the threshold of gate_judge: similarity; set "
+                   "that too, or drop it (the llm judge answers yes or no)"))
     for i, (q_raw, q) in enumerate(zip(raw.get("query", []), filled["query"])):
         strategy = q["strategy"]
         what = f"strategy {strategy}"

@@ -18,6 +18,7 @@ without gold triples the recall columns are absent, the row says ``gold_triples:
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,10 @@ from kgrag.steps.skeleton import EXTRACTIONS
 
 METRICS = "metrics.json"
 EXTRACTION = "extraction"
+# per-question gold a metric reads: (questions column, its name in messages)
+GOLD = {"recall@": ("supporting_doc_ids", "supporting documents"),
+        "context_recall": ("gold_sentence_ids", "gold sentences")}
+log = logging.getLogger(__name__)
 
 
 @step_kind("evaluate", "6", publish=(METRICS,))
@@ -54,6 +59,7 @@ def evaluate(ctx: StepContext) -> None:
         spans = EvidenceSpans.from_frames(chunks, sentences)
     gold_of: dict[Path, dict[str, set[str]]] = {}  # per hierarchy build, computed once
     per_strategy = [m for m in ctx.config["metrics"] if m != EXTRACTION]
+    _say_missing_gold(ctx, per_strategy, questions)
     rows = []
     for strategy in ctx.config["strategies"]:
         name = strategy["name"]
@@ -79,6 +85,26 @@ def evaluate(ctx: StepContext) -> None:
     result = {"dataset": ctx.config["dataset"], "n_questions": questions.height, "rows": rows,
               "builds": builds}
     (ctx.out_dir / METRICS).write_text(json.dumps(result, indent=2) + "\n")
+
+
+def _say_missing_gold(ctx: StepContext, metrics: list[str], questions: pl.DataFrame) -> None:
+    """Say which metrics lack the gold they read: recall@k reads the questions' supporting
+    documents, context_recall their gold sentences. A metric no question has gold for is
+    reported as missing (a warning, and a note in the manifest); one only some questions
+    have gold for averages over those, and the note says over how many."""
+    for metric in metrics:
+        family = "recall@" if metric.startswith("recall@") else metric
+        if family not in GOLD:
+            continue
+        column, gold = GOLD[family]
+        have = questions.filter(pl.col(column).list.len() > 0).height
+        if have == 0:
+            ctx.notes[metric] = (f"not reported: no question has {gold} (a questions file "
+                                 "lists a question's supporting document ids in 'supporting')")
+            log.warning("%s: %s", metric, ctx.notes[metric])
+        elif have < questions.height:
+            ctx.notes[metric] = (f"the mean over the {have} of {questions.height} questions "
+                                 f"with {gold}")
 
 
 def _build_record(artefact: Path) -> dict | None:

@@ -7,7 +7,8 @@ calls a strategy makes while retrieving (HugRAG's causal filter) are timed apart
 as ``llm_ms``, and left out of ``retrieval_ms``. A budget that holds nothing for any
 question is an error, not a column of empty contexts. Questions a strategy answered
 by its fallback (a ``fallback`` key in the trace: ppr with no linkable entity,
-HugRAG with no seed) are counted in the step's notes.
+HugRAG with no seed) are counted in the step's notes. A strategy with ``questions: N``
+retrieves for the first N questions only (the evaluation averages over those).
 """
 
 from __future__ import annotations
@@ -45,12 +46,15 @@ def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any,
 
 
 def filter_calls(config: dict[str, Any], counts: Counts) -> int | None:
-    """A strategy that calls the LLM while retrieving: one call per question, plus retries."""
+    """A strategy that calls the LLM while retrieving: one call per question it retrieves
+    for, plus retries."""
     if "llm" not in config:
         return 0
+    limit = config["strategy"].get("questions")
     if counts.questions is None:
-        return None
-    return counts.questions * (1 + config["max_retries"])
+        return None if limit is None else limit * (1 + config["max_retries"])
+    n_questions = counts.questions if limit is None else min(limit, counts.questions)
+    return n_questions * (1 + config["max_retries"])
 
 
 @step_kind("retrieve", "6", max_llm_calls=filter_calls)
@@ -59,6 +63,8 @@ def retrieve(ctx: StepContext) -> None:
     strategy = load_strategy(config, ctx.inputs, ctx.models, ctx.config.get("prompt",
                                                                              "completion"))
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
+    if "questions" in config:
+        questions = questions.head(config["questions"])
     texts = questions["question"].to_list()
     vectors = ctx.models.embedder.encode(texts)
     rows = []

@@ -8,7 +8,7 @@
              other build over the same chunks (another β, HugRAG's hierarchy)
              replays them instead of paying again.
 ``skeleton`` entity and relationship tables with rendered rows, entity and
-             relationship vectors in LanceDB, a GraphML export, and (optionally)
+             (unless ``relationship_vectors: false``) relationship vectors in LanceDB, a GraphML export, and (optionally)
              one LLM-written description per entity or relationship seen in
              several chunks.
 """
@@ -165,7 +165,7 @@ def skeleton(ctx: StepContext) -> None:
     described = [f"{n}: {d}" for n, d in zip(entities["name"], entities["description"])]
     VectorTable.create(ctx.out_dir, ENTITY_TABLE, entities["entity_id"].to_list(),
                        ctx.models.embedder.encode(described))
-    if not relationships.is_empty():
+    if ctx.config.get("relationship_vectors", True) and not relationships.is_empty():
         described = [f"{s} -- {t}: {d}" for s, t, d in relationships.select(
             "source", "target", "description").iter_rows()]
         VectorTable.create(ctx.out_dir, RELATIONSHIP_TABLE,

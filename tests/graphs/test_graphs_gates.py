@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kgrag.errors import KgragError
-from kgrag.graphs.gates import find_gates, module_adjacency
+from kgrag.graphs.gates import find_gates, module_adjacency, similarity_judge
 from kgrag.graphs.hierarchy import Hierarchy, Module
 
 
@@ -186,3 +186,24 @@ def test_empty_hierarchy_and_missing_vectors():
         find_gates(SMALL, {"M1": np.ones(2)}, set(), Recorder())
     with pytest.raises(KgragError, match="top_m"):
         find_gates(SMALL, SAME, set(), Recorder(), top_m=-1)
+
+
+def test_the_similarity_judge_says_yes_from_its_threshold_up():
+    vectors = {"M1": np.array([1.0, 0.0]), "M2": np.array([0.8, 0.6]),
+               "M3": np.array([0.0, 2.0])}  # cosines: M1-M2 0.8, M1-M3 0, M2-M3 0.6
+    judge = similarity_judge(vectors, 0.8)
+    assert judge("M1", "M2") and judge("M2", "M1")
+    assert not judge("M1", "M3") and not judge("M2", "M3")
+    assert similarity_judge(vectors, 0.6)("M2", "M3")
+
+
+def test_a_similarity_judge_gates_only_the_closest_candidates():
+    vectors = {"M1": np.array([1.0, 0.0]), "M2": np.array([0.8, 0.6]),
+               "M3": np.array([0.6, 0.8])}
+    flat = build({"M1": (0, None, ("a", "b")), "M2": (0, None, ("c", "d")),
+                  "M3": (0, None, ("e", "f"))})
+    search = find_gates(flat, vectors, set(), similarity_judge(vectors, 0.9), top_m=2,
+                        min_similarity=0.5)
+    # three candidates (M1-M3 at 0.6 included), one close enough to be a gate (0.96)
+    assert search.checks == search.candidates == 3
+    assert search.gates == [("M2", "M3")]

@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from kgrag.errors import KgragError
 from kgrag.models import cache as cache_module
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.llm import CachedLLM, CpuShare, InvalidOutput, LLMSettings
@@ -220,3 +221,35 @@ def test_others_busy_sees_another_process_spinning():
     finally:
         spinner.kill()
         spinner.wait()
+
+
+def test_recording_collects_every_key_used_hit_or_computed(cache):
+    cache.set("toy:old", {"text": "x"})
+    with cache.recording() as used:
+        cache.get_or_compute("toy:old", "toy", lambda: {"text": "never"})
+        cache.get_or_compute("toy:new", "toy", lambda: {"text": "y"})
+        cache.get_many(["toy:old", "toy:absent"], "toy")
+    cache.get_or_compute("toy:later", "toy", lambda: {"text": "z"})
+    assert used == {"toy:old", "toy:new", "toy:absent"}
+
+
+def test_entries_exports_payloads_and_names_what_is_gone(cache):
+    cache.set_many([("toy:a", {"text": "a"}), ("toy:b", {"text": "b"})])
+    assert list(cache.entries(["toy:b", "toy:a"])) == [("toy:b", {"text": "b"}),
+                                                        ("toy:a", {"text": "a"})]
+    with pytest.raises(KgragError, match=r"no longer holds 1 of the entries .*first: toy:c"):
+        list(cache.entries(["toy:a", "toy:c"]))
+
+
+def test_a_sealed_cache_answers_hits_and_refuses_every_miss(tmp_path):
+    CallCache(tmp_path / "c").set("toy:a", {"text": "a"})
+    sealed = CallCache(tmp_path / "c", sealed=True)
+    assert sealed.get_or_compute("toy:a", "toy", lambda: {"text": "never"}) == ({"text": "a"},
+                                                                               False)
+    with pytest.raises(KgragError, match=r"no entry for 1 request\(s\) of toy \(first: toy:b\)"):
+        sealed.get_or_compute("toy:b", "toy", lambda: {"text": "computed"})
+    with pytest.raises(KgragError, match=r"no entry for 2 request\(s\) of toy \(first: toy:c\)"):
+        sealed.get_many(["toy:a", "toy:c", "toy:d"], "toy")
+    assert list(sealed.entries(["toy:a"])) == [("toy:a", {"text": "a"})]  # nothing was stored
+    with pytest.raises(KgragError):
+        list(sealed.entries(["toy:b"]))

@@ -12,8 +12,13 @@ import json
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 
+from kgrag import api
+from kgrag.retrieval.hugrag import SUMMARIES_FILE
+from kgrag.spec import check_spec
+from kgrag.steps.hierarchy import extractive_summary
 from tests.conftest import SHARED_DATA, write_spec
 from tests.standin import WORD, RuleLLM, run_with
 
@@ -109,3 +114,71 @@ def test_a_graph_too_small_for_modules_falls_back(holisqa: Path) -> None:
     assert steps["hierarchy.h"]["notes"]["modules"] == 0
     assert "too small for a hierarchy" in steps["hierarchy.h"]["notes"]["fallback"]
     assert rows["hug"]["n_retrieved"] == 2  # entity neighbourhoods still answer
+
+
+def test_extractive_summaries_and_the_similarity_judge_call_no_llm(holisqa: Path) -> None:
+    graph = {"name": "h", "kind": "hierarchy", "max_cluster_size": 4, "summaries": "extractive",
+             "gate_min_similarity": 0.0, "gate_judge": "similarity",
+             "gate_judge_similarity": 0.5}
+    path = spec(holisqa, graphs=[graph], query=QUERY[1:2], answer={"questions": 0})
+    session = api.open_session(path)
+    bounds = {p.step.name: p.max_llm_calls for p in api.dry_run(session)}
+    assert bounds["summaries.h"] == bounds["gates.h"] == 0
+    plan = session.plan.by_name()
+    assert "llm" not in plan["summaries.h"].config and "llm" not in plan["gates.h"].config
+    llm = RuleLLM()
+    steps, rows, _ = run_with(path, llm)
+    assert "summary" not in llm.calls and "gate" not in llm.calls
+    assert llm.calls.count("filter") == rows["hug"]["n_retrieved"]
+    modules = steps["summaries.h"]["notes"]["modules"]
+    assert modules == steps["hierarchy.h"]["notes"]["modules"] >= 2
+    assert steps["summaries.h"]["notes"]["fallback_summaries"] == []
+    gates = steps["gates.h"]["notes"]
+    assert gates["checks"] > 0 and gates["answers"]["other"] == 0
+    assert gates["answers"]["yes"] == gates["gates"] and gates["answers"]["no"] > 0
+    summaries = pl.read_parquet(holisqa / "outputs" / "hug" / steps["summaries.h"]["artefact"]
+                                / SUMMARIES_FILE)
+    assert all(len(s) <= 600 and s for s in summaries["summary"])
+    assert all(t.startswith(f"{title}: ") for title, t in
+               summaries.select("title", "text").iter_rows())
+
+
+def test_an_extractive_summary_takes_first_sentences_of_the_best_connected() -> None:
+    descriptions = {"OIL PALM": "Oil palm grows in phosphorus-poor soil.; Yields vary.",
+                    "APASE": "APase activity rose.",
+                    "PHOSPHORUS": "Oil palm grows in phosphorus-poor soil.",
+                    "SOIL": "x" * 700}
+    title, summary = extractive_summary(["OIL PALM", "APASE", "PHOSPHORUS", "SOIL"],
+                                        descriptions)
+    assert title == "OIL PALM, APASE, PHOSPHORUS"
+    # each member's first sentence once; a long one clipped to 200 characters
+    assert summary == ("Oil palm grows in phosphorus-poor soil. APase activity rose. "
+                       + "x" * 199 + "…")
+    assert extractive_summary(["A", "B"], {"A": "", "B": ""}) == ("A, B", "A, B")
+
+
+def test_a_query_entry_can_retrieve_for_its_first_questions_only(holisqa: Path) -> None:
+    limited = [QUERY[0], {**QUERY[1], "questions": 1}]
+    path = spec(holisqa, query=limited)
+    session = api.open_session(path)
+    bounds = {p.step.name: p.max_llm_calls for p in api.dry_run(session)}
+    assert bounds["retrieve.hug"] == 1 + session.spec.models["llm"]["max_retries"]
+    assert bounds["answer.hug"] == 1 and bounds["answer.naive"] == 2
+    llm = RuleLLM()
+    _, rows, _ = run_with(path, llm)
+    assert rows["naive"]["n_retrieved"] == 2 and rows["hug"]["n_retrieved"] == 1
+    assert rows["naive"]["n_answered"] == 2 and rows["hug"]["n_answered"] == 1
+    assert llm.calls.count("filter") == 1 and llm.calls.count("answer") == 3
+
+
+@pytest.mark.parametrize(("graph", "message"), [
+    ({"gate_judge_similarity": 0.8},
+     ("graphs[0].gate_judge_similarity: gate_judge_similarity is the threshold of gate_judge: "
+     "similarity")),
+    ({"summaries": "abstractive"},
+     "graphs[0].summaries: expected one of llm, extractive; got 'abstractive'"),
+])
+def test_bad_no_llm_options_are_spec_errors(holisqa: Path, graph, message) -> None:
+    path = spec(holisqa, graphs=[{"name": "h", "kind": "hierarchy", **graph}])
+    problems = check_spec(path)
+    assert len(problems) == 1 and message in problems[0]

@@ -8,11 +8,18 @@ import math
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from kgrag import api
+from kgrag.errors import KgragError
 from kgrag.graphs.extraction import DESCRIPTION_SEPARATOR
 from kgrag.retrieval.ket import SUBCHUNKS_FILE
-from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIP_TABLE, RELATIONSHIPS_FILE
+from kgrag.retrieval.local_search import (
+    ENTITIES_FILE,
+    ENTITY_TABLE,
+    RELATIONSHIP_TABLE,
+    RELATIONSHIPS_FILE,
+)
 from kgrag.store.vectors import VectorTable
 from tests.conftest import write_spec
 from tests.standin import RuleLLM, run_with
@@ -79,6 +86,20 @@ def test_the_skeleton_stores_relationship_vectors(project: Path) -> None:
     ids, matrix = VectorTable.open(folder, RELATIONSHIP_TABLE).matrix()
     assert sorted(ids) == sorted(relationships["relationship_id"].to_list())
     assert matrix.shape == (relationships.height, 384)
+
+
+def test_relationship_vectors_can_be_left_out_and_retrieval_does_not_need_them(
+        project: Path) -> None:
+    steps, metrics, _ = run_with(ket_spec(project, relationship_vectors=False), RuleLLM())
+    folder = artefact(project, "ket", steps["skeleton.skel"])
+    assert pl.read_parquet(folder / RELATIONSHIPS_FILE).height > 0
+    with pytest.raises(KgragError, match="no vector table"):
+        VectorTable.open(folder, RELATIONSHIP_TABLE)
+    assert len(VectorTable.open(folder, ENTITY_TABLE)) > 0
+    embedded_steps, embedded, _ = run_with(ket_spec(project, "embedded"), RuleLLM())
+    assert (embedded_steps["skeleton.skel"]["fingerprint"]
+            != steps["skeleton.skel"]["fingerprint"])
+    assert metrics["ket"]["coverage"] == embedded["ket"]["coverage"]
 
 
 def test_descriptions_from_several_chunks_are_summarised_on_request(project: Path) -> None:

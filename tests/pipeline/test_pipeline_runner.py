@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from kgrag.errors import KgragError
+from kgrag.models.cache import CallCache
 from kgrag.models.usage import Usage
-from kgrag.pipeline.artefacts import BUILD_RECORD, run_lock
+from kgrag.pipeline.artefacts import BUILD_RECORD, CALLS_RECORD, run_lock
 from kgrag.pipeline.integrity import LISTING
 from kgrag.pipeline.plan import Plan
 from kgrag.pipeline.registry import KINDS, step_kind
 from kgrag.pipeline.runner import run_plan
+from kgrag.spec.model import default_cache_dir
 
 RUNS: list[str] = []
 
@@ -43,6 +45,9 @@ class Spec:
 
 
 class Models:
+    def __init__(self) -> None:
+        self.cache = CallCache(default_cache_dir())  # the test's own (conftest)
+
     def usage_snapshot(self):
         return Usage(), Usage()
 
@@ -132,9 +137,9 @@ def test_a_second_run_on_a_locked_folder_fails_clearly(tmp_path):
 
 def test_every_artefact_lists_its_files(tmp_path):
     run(plan(), tmp_path)
-    for folder in tmp_path.glob("*-*"):
+    for folder in [*tmp_path.glob("source-*"), *tmp_path.glob("double-*")]:
         listed = json.loads((folder / LISTING).read_text())["files"]
-        assert set(listed) == {"value.txt", BUILD_RECORD}  # not the listing itself
+        assert set(listed) == {"value.txt", BUILD_RECORD, CALLS_RECORD}  # not the listing
         assert listed["value.txt"]["size"] == 1 and len(listed["value.txt"]["sha256"]) == 64
 
 
@@ -160,7 +165,25 @@ def test_an_artefact_without_a_listing_is_trusted_on_first_use_then_checked(tmp_
     (source / LISTING).unlink()  # as built by a kgrag that wrote no listing
     manifest = run(plan(), tmp_path)
     assert RUNS == [] and [s["status"] for s in manifest.steps] == ["reused", "reused"]
-    assert set(json.loads((source / LISTING).read_text())["files"]) == {"value.txt", BUILD_RECORD}
+    assert set(json.loads((source / LISTING).read_text())["files"]) == {"value.txt", BUILD_RECORD,
+                                                                       CALLS_RECORD}
     (source / "value.txt").unlink()
     run(plan(), tmp_path)
     assert RUNS == ["source"]
+
+
+@step_kind("test-lookup", "1")
+def _lookup(ctx):
+    for word in ctx.config["words"]:
+        ctx.models.cache.get_or_compute(f"toy:{word}", "toy", lambda: {"text": "x"})
+    (ctx.out_dir / "done.txt").write_text("")
+
+
+def test_an_artefact_keeps_the_keys_of_the_cache_entries_its_step_used(tmp_path):
+    p = Plan()
+    p.add("first", "test-lookup", {"words": ["b", "a"]})
+    p.add("second", "test-lookup", {"words": ["a", "c"]}, {"first": "first"})
+    run(p, tmp_path)
+    for name, keys in (("first", ["toy:a", "toy:b"]), ("second", ["toy:a", "toy:c"])):
+        # a hit is recorded as well as a computed call ("toy:a" in the second step)
+        assert json.loads((next(tmp_path.glob(f"{name}-*")) / CALLS_RECORD).read_text()) == keys

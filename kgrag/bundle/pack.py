@@ -1,0 +1,85 @@
+"""``kgrag bundle``: a finished run as one file another machine can replay.
+
+A bundle holds what recomputing the run needs and nothing it can recompute: the spec,
+its corpus (or only the corpus's sha256), the call-cache entries the run's steps used
+(each artefact lists their keys in ``calls.json``), the run's manifest and metrics, the
+model sha256s and library versions. No artefact is shipped: a replay rebuilds them all,
+every model call answered by the bundled entries.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kgrag.bundle.archive import write_archive
+from kgrag.bundle.sources import layout
+from kgrag.errors import KgragError
+from kgrag.models.cache import canonical_json
+from kgrag.pipeline.artefacts import CALLS_RECORD
+from kgrag.pipeline.integrity import damage
+from kgrag.steps.evaluate import METRICS
+
+if TYPE_CHECKING:
+    from kgrag.api import Session
+
+CALLS = "calls.jsonl"  # one [key, payload] per line
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class BundleSummary:
+    path: Path
+    size_bytes: int
+    calls: int
+    corpus_copied: bool
+
+
+def make_bundle(session: Session, out: Path, *, copy_corpus: bool = True) -> BundleSummary:
+    """Pack the completed run of ``session``'s spec into ``out``."""
+    spec = session.spec
+    keys: set[str] = set()
+    unrecorded = []
+    for step in session.plan.steps:
+        folder = session.artefact(step.name)
+        problem = "has not been built" if not folder.exists() else damage(folder)
+        if problem is not None:
+            state = problem if not folder.exists() else f"is damaged ({problem})"
+            raise KgragError(f"{spec.path}: step {step.name} {state}, so there is no finished "
+                             f"run to bundle; run `kgrag run {spec.path}` first")
+        if not (folder / CALLS_RECORD).exists():
+            unrecorded.append(step.name)
+        else:
+            keys.update(json.loads((folder / CALLS_RECORD).read_text()))
+    if unrecorded:
+        raise KgragError(
+            f"{spec.path}: step(s) {', '.join(unrecorded)} were built before kgrag recorded the "
+            "cache entries a step uses; rebuild them from the cache (no model call is paid "
+            f"again) with `kgrag run {spec.path} --force corpus`, then bundle")
+    manifest = session.run_dir / MANIFEST
+    if not manifest.exists():
+        raise KgragError(f"{manifest} is missing; run `kgrag run {spec.path}` again, then bundle")
+    spec_member, sources = layout(spec)
+    members = {spec_member: spec.path.read_bytes(),
+               CALLS: "".join(canonical_json([key, payload]) + "\n" for key, payload
+                              in session.cache.entries(sorted(keys))).encode(),
+               MANIFEST: manifest.read_bytes()}
+    if "evaluate" in session.plan.by_name():
+        members[METRICS] = (session.artefact("evaluate") / METRICS).read_bytes()
+    if copy_corpus:
+        for source in sources:
+            members |= {name: file.read_bytes() for name, file in source.files().items()}
+    described = session.models.describe()
+    index = {
+        "name": spec.name, "spec": spec_member,
+        "sources": [source.record(copy_corpus) for source in sources],
+        "models": {role: {k: v for k, v in model.items() if k != "path"}
+                   for role, model in described.items()},
+        "libraries": json.loads(manifest.read_text())["libraries"],
+        "steps": {step.name: step.fingerprint for step in session.plan.steps},
+        "calls": len(keys),
+    }
+    write_archive(out, index, members)
+    return BundleSummary(out, out.stat().st_size, len(keys), copy_corpus)
