@@ -73,9 +73,13 @@ def _cmd_query(args: argparse.Namespace) -> int:
     print(f"strategy: {result.strategy}  ({result.context_tokens} context tokens, "
           f"{result.retrieval_ms:.1f} ms)")
     scores = result.trace.get("scores", {})
-    if "seeds" in result.trace:
-        seeds = ", ".join(f"{name} ({weight:.3g})" for name, weight in result.trace["seeds"].items())
+    walked = result.trace.get("ppr_seeds", result.trace.get("seeds"))  # a PPR walk's seeds
+    if isinstance(walked, dict):
+        seeds = ", ".join(f"{name} ({weight:.3g})" for name, weight in walked.items())
         print(f"seeds: {seeds or '(none)'}")
+    if "nearest" in result.trace:
+        linked = ", ".join(f"{m} -> {n}" for m, n in result.trace["nearest"].items())
+        print(f"linked by nearest name: {linked}")
     if "fallback" in result.trace:
         print(f"fallback: {result.trace['fallback']}")
     for unit, title in zip(result.unit_ids, result.titles):

@@ -183,3 +183,19 @@ def test_query_prints_why_a_strategy_chose_its_chunks(capsys, monkeypatch):
     assert code == 0
     assert "seeds: PARIS (0.5)" in out
     assert "c1  Paris  (score 0.25)" in out and "c2  Lyon  (score 0.125)" in out
+
+
+def test_query_prints_nearest_name_links_and_hugrag_ppr_seeds(capsys, monkeypatch):
+    from kgrag import api
+
+    results = iter([
+        api.QueryResult("Who?", "ppr", ["c1"], ["Paris"], 10, 3.0, "x",
+                        {"seeds": {"PARIS": 0.5}, "nearest": {"CITY OF LIGHT": "PARIS"}}),
+        api.QueryResult("Who?", "hugrag", ["c1"], ["Paris"], 10, 3.0, "x",
+                        {"seeds": ["PARIS", "M1"], "ppr_seeds": {"PARIS": 1.0}}),
+    ])
+    monkeypatch.setattr(api, "query", lambda *args, **kwargs: next(results))
+    _, out, _ = run_cli(capsys, "query", "spec.yaml", "Who?")
+    assert "linked by nearest name: CITY OF LIGHT -> PARIS" in out
+    code, out, _ = run_cli(capsys, "query", "spec.yaml", "Who?")
+    assert code == 0 and "seeds: PARIS (1)" in out

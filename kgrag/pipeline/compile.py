@@ -82,6 +82,10 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         if uses_llm(strategy):
             config |= {"llm": llm, "prompt": spec.answer["prompt"],
                        "max_retries": spec.models["llm"]["max_retries"]}
+        if any(s.get("question_mentions") for s in [strategy, *strategy.get("fuse", [])]):
+            # questions parsed like the chunks: the pipeline joins the fingerprint
+            assert models.pipeline is not None, "the spec check requires method nlp"
+            config["pipeline"] = models.pipeline.identity()
         plan.queries[strategy["name"]] = plan.step(
             f"retrieve.{strategy['name']}", "retrieve", config,
             {"corpus": "corpus", "chunks": "chunks",

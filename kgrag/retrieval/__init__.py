@@ -33,6 +33,8 @@ class Resources:
     tokenizer: Tokenizer
     llm: Any = None  # the CachedLLM, for strategies that call one while retrieving
     prompt_style: str = "completion"  # how that LLM is prompted (answer.prompt)
+    embedder: Any = None  # the CachedEmbedder, for strategies that embed more than questions
+    pipeline: Any = None  # the nlp extraction's ResolvedPipeline, to find question mentions
 
 
 STRATEGIES = {"naive": NaiveStrategy, "ket": KetStrategy, "knng": KnngStrategy,

@@ -43,6 +43,13 @@ A question is answered in four steps:
    when the output never parses or ``precise`` is empty, the whole expansion is
    kept (what the no-filter ablation reads).
 
+``entity_seeds: ppr`` (not in the paper; issue 19) picks the ``seed_entities``
+entity seeds by personalised PageRank instead of MMR: the hierarchy's canonical
+entities are walked from the entities the question names (``PprSearch``, as
+strategy ``ppr`` walks them) and the entities with the most mass seed the gated
+expansion, each at its hybrid score. Module seeds stay MMR's. A question naming no
+entity of the graph is seeded by MMR, and the trace says so.
+
 Ablations are switches: ``use_gates: false`` drops gate edges,
 ``use_hierarchy: false`` drops modules (no module seeds, membership or gates: entity
 neighbourhoods only), ``causal_filter: false`` skips step 4 (one LLM call per
@@ -71,6 +78,7 @@ from kgrag.errors import KgragError
 from kgrag.models.llm import InvalidOutput
 from kgrag.retrieval.local_search import ENTITY_TABLE, graph_step
 from kgrag.retrieval.naive import DENSE_TABLE
+from kgrag.retrieval.ppr import PprSearch
 from kgrag.retrieval.units import Context, Units
 from kgrag.store.vectors import VectorTable
 
@@ -335,9 +343,16 @@ def evidence_text(items: list[Item]) -> str:
 class HugragStrategy:
     """HugRAG retrieval over one hierarchy build (see the module docstring)."""
 
-    def __init__(self, config: dict[str, Any], graph: HugragGraph, resources: Resources
-                 ) -> None:
-        self.config, self.graph = config, graph
+    def __init__(self, config: dict[str, Any], graph: HugragGraph, resources: Resources,
+                 ppr: PprSearch | None = None) -> None:
+        self.config, self.graph, self.ppr = config, graph, ppr
+        # PPR graph entity node → this graph's entity node (title entities have none)
+        self.walked: dict[int, int] = {}
+        if ppr is not None:
+            for i, node in enumerate(graph.nodes):
+                found = ppr.graph.named(node.key) if node.kind == "entity" else None
+                if found is not None:
+                    self.walked.setdefault(found, i)
         self.llm, self.prompt_style = resources.llm, resources.prompt_style
         self.tokenizer = resources.tokenizer
         self.weights = dict(config["weights"])
@@ -352,6 +367,8 @@ class HugragStrategy:
     def needs(config: dict[str, Any]) -> dict[str, str]:
         why = "hugrag retrieves over a hierarchy build"
         needs = {"hierarchy": graph_step(config, "hierarchy", "hierarchy", why), "dense": "dense"}
+        if config.get("entity_seeds") == "ppr":  # the walk reads the chunk titles
+            needs["chunks"] = "chunks"
         if config["use_hierarchy"]:
             needs["summaries"] = graph_step(config, "hierarchy", "summaries", why)
             if config["use_gates"]:
@@ -369,7 +386,11 @@ class HugragStrategy:
             raise KgragError(f"strategy {config['name']!r}: the causal filter needs an LLM")
         graph = HugragGraph.load(artefacts, resources, use_hierarchy=config["use_hierarchy"],
                                  use_gates=config["use_gates"])
-        return cls(config, graph, resources)
+        ppr = None
+        if config.get("entity_seeds") == "ppr":
+            ppr = PprSearch.load(config, artefacts["hierarchy"], artefacts["dense"],
+                                 artefacts["chunks"], resources)
+        return cls(config, graph, resources, ppr)
 
     def _expand(self, seeds: list[int], scores: np.ndarray, allowed: frozenset[str]
                 ) -> tuple[dict[int, int], int]:
@@ -386,11 +407,14 @@ class HugragStrategy:
     def retrieve(self, question: str, vector: np.ndarray) -> Context:
         c, graph = self.config, self.graph
         scores = graph.scores(question, vector, c["semantic_weight"])
-        seeds = graph.mmr(scores, "entity", c["seed_entities"], c["mmr_lambda"])
-        if c["use_hierarchy"]:
-            seeds += graph.mmr(scores, "module", c["seed_modules"], c["mmr_lambda"])
         trace: dict[str, Any] = {}
-        seeds = [i for i in seeds if scores[i] > 0]
+        seeds = self._ppr_seeds(question, vector, trace) if self.ppr is not None else []
+        if not seeds:
+            seeds = [i for i in graph.mmr(scores, "entity", c["seed_entities"], c["mmr_lambda"])
+                     if scores[i] > 0]
+        if c["use_hierarchy"]:
+            seeds += [i for i in graph.mmr(scores, "module", c["seed_modules"], c["mmr_lambda"])
+                      if scores[i] > 0]
         if not seeds:  # nothing in the graph relates to the question at all
             trace["fallback"] = "no seed matches the question: seeded from the best chunks"
             seeds = graph.mmr(scores, "chunk", c["seed_entities"] + c["seed_modules"],
@@ -417,6 +441,20 @@ class HugragStrategy:
         return Context(unit_ids, [graph.chunk_docs[u] for u in unit_ids], text,
                        self.tokenizer.count(text), trace=trace, llm_calls=calls[0],
                        llm_tokens_in=calls[1], llm_tokens_out=calls[2], llm_ms=llm_ms)
+
+    def _ppr_seeds(self, question: str, vector: np.ndarray, trace: dict[str, Any]
+                   ) -> list[int]:
+        """The ``seed_entities`` entities with the most PPR mass from the question's
+        entities (none when no entity links: MMR seeds instead, and ``trace`` says so)."""
+        assert self.ppr is not None
+        mass, _, walk = self.ppr.run(question, vector)
+        if mass is None:
+            trace["fallback"] = "no entity of the question is in the graph: MMR entity seeds"
+            return []
+        trace["ppr_seeds"] = walk["seeds"]
+        nodes = list(self.walked)
+        best = np.argsort(-mass[nodes], kind="stable")[: self.config["seed_entities"]]
+        return [self.walked[nodes[k]] for k in best if mass[nodes[k]] > 0]
 
     def _causal_filter(self, question: str, items: list[Item]
                        ) -> tuple[list[Item], str, tuple[int, int, int]]:

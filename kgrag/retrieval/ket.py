@@ -25,6 +25,14 @@ section. A sub-chunk the keyword channel took is not repeated in the skeleton's
 Text units are the sub-chunks of the bipartite build whenever the strategy reads
 one (θ<1), and the skeleton is then rewired to them; at θ=1 no bipartite graph is
 read and the skeleton's text units are the chunks themselves.
+
+``skeleton_search: ppr`` (not in the paper; issue 19) ranks the skeleton channel by
+personalised PageRank instead of local search, within the same θ split: the
+skeleton's extraction is walked from the question's entities exactly as strategy
+``ppr`` walks it (``PprSearch``: seeds, titles, specificity, dense fallback), and
+its chunks, best first and rewired to sub-chunks, fill the skeleton's share as one
+``-----Sources-----`` section. It reads the skeleton at its extraction, so it needs
+neither the skeleton's entity vectors nor local search's tables.
 """
 
 from __future__ import annotations
@@ -37,15 +45,19 @@ import polars as pl
 
 from kgrag.errors import KgragError
 from kgrag.retrieval.local_search import (
+    SOURCES_HEADER,
     TEXT_JOINER,
     Layout,
+    LocalContext,
     LocalSearch,
     Section,
     best_first,
     check_theta,
+    children_of,
     graph_step,
     share,
 )
+from kgrag.retrieval.ppr import PprSearch
 from kgrag.retrieval.units import Context, Units
 from kgrag.store.vectors import VectorTable
 
@@ -124,21 +136,44 @@ class KeywordChannel:
                                 self.units.text, self.units.tokens, budget)
 
 
-class KetStrategy:
-    """KET-RAG: skeleton local search plus keyword retrieval, split by θ."""
+class PprChannel:
+    """The skeleton channel ranked by personalised PageRank (``skeleton_search: ppr``)."""
 
-    def __init__(self, budget: int, theta: float, local: LocalSearch | None,
+    def __init__(self, search: PprSearch, units: Units, children: dict[str, list[str]],
+                 layout: Layout) -> None:
+        self.ppr, self.units, self.children, self.layout = search, units, children, layout
+
+    def search(self, question: str, vector: np.ndarray, budget: int,
+               exclude: frozenset[str] = frozenset()) -> tuple[LocalContext, dict[str, Any]]:
+        """The chunks' text units by PPR rank within ``budget``, those in ``exclude`` left
+        out, and the walk's trace (seeds, or the dense fallback)."""
+        ranked, _, trace = self.ppr.scored(question, vector)
+        units = [unit for chunk in ranked for unit in self.children.get(chunk, ())
+                 if unit not in exclude]
+        sources, used = self.layout.fill(SOURCES_HEADER, TEXT_JOINER, units, self.units.text,
+                                         self.units.tokens, budget)
+        return LocalContext([], [], sources.ids, [sources], used), trace
+
+
+class KetStrategy:
+    """KET-RAG: skeleton local search (or PPR) plus keyword retrieval, split by θ."""
+
+    def __init__(self, budget: int, theta: float, skeleton: LocalSearch | PprChannel | None,
                  keywords: KeywordChannel | None, units: Units, layout: Layout) -> None:
         self.budget, self.theta = budget, theta
-        self.local, self.keywords, self.units, self.layout = local, keywords, units, layout
+        self.skeleton, self.keywords, self.units, self.layout = skeleton, keywords, units, layout
 
     @staticmethod
     def needs(config: dict[str, Any]) -> dict[str, str]:
         theta = check_theta(config)
         needs = {}
         if theta > 0:
-            needs["skeleton"] = graph_step(config, "skeleton", "skeleton",
-                                           f"theta={theta} gives the skeleton part of the budget")
+            why = f"theta={theta} gives the skeleton part of the budget"
+            if config.get("skeleton_search") == "ppr":  # the walk reads the extraction
+                needs |= {"graph": graph_step(config, "skeleton", "extract", why),
+                          "dense": "dense", "chunks": "chunks"}
+            else:
+                needs["skeleton"] = graph_step(config, "skeleton", "skeleton", why)
         if theta < 1:
             needs["bipartite"] = graph_step(config, "bipartite", "bipartite",
                                             f"theta={theta} gives keywords part of the budget")
@@ -152,26 +187,36 @@ class KetStrategy:
         if "bipartite" in artefacts:
             units, parent_of = load_subchunks(artefacts["bipartite"])
             keywords = KeywordChannel.load(artefacts["bipartite"], units, layout)
-        local = None
+        skeleton: LocalSearch | PprChannel | None = None
         if "skeleton" in artefacts:
-            local = LocalSearch.load(artefacts["skeleton"], units, layout, parent_of=parent_of,
-                                     top_entities=config["top_entities"])
-        return cls(config["budget_tokens"], config["theta"], local, keywords, units, layout)
+            skeleton = LocalSearch.load(artefacts["skeleton"], units, layout,
+                                        parent_of=parent_of, top_entities=config["top_entities"])
+        elif "graph" in artefacts:
+            search = PprSearch.load(config, artefacts["graph"], artefacts["dense"],
+                                    artefacts["chunks"], resources)
+            skeleton = PprChannel(search, units, children_of(units, parent_of), layout)
+        return cls(config["budget_tokens"], config["theta"], skeleton, keywords, units, layout)
 
     def retrieve(self, question: str, vector: np.ndarray) -> Context:
         vector = vector.astype(np.float32)
         sections: list[Section] = []
         skeleton_units: list[str] = []
         keyword_units: list[str] = []
+        trace: dict[str, Any] = {}
         used = 0
         if self.keywords is not None:
             found, used = self.keywords.search(vector, share(1 - self.theta, self.budget))
             sections.append(found)
             keyword_units = found.ids
-        if self.local is not None:
-            local = self.local.search(vector, self.budget - used, frozenset(keyword_units))
+        if self.skeleton is not None:
+            exclude = frozenset(keyword_units)
+            if isinstance(self.skeleton, PprChannel):
+                local, trace = self.skeleton.search(question, vector, self.budget - used,
+                                                    exclude)
+            else:
+                local = self.skeleton.search(vector, self.budget - used, exclude)
             sections = local.sections + sections
             skeleton_units = local.unit_ids
         unit_ids = skeleton_units + keyword_units
         text, tokens = self.layout.render(sections)
-        return Context(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens)
+        return Context(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens, trace)

@@ -137,6 +137,17 @@ class Layout:
 
 
 
+def children_of(units: Units, parent_of: Mapping[str, str] | None) -> dict[str, list[str]]:
+    """Chunk id → its text units in order: the chunk itself when ``parent_of`` (unit id →
+    chunk id) is None, else its sub-chunks (the rewiring of KET-RAG Alg. 3)."""
+    if parent_of is None:
+        return {unit: [unit] for unit in units.text}
+    children: dict[str, list[str]] = {}
+    for unit in sorted(parent_of, key=natural_key):
+        children.setdefault(parent_of[unit], []).append(unit)
+    return children
+
+
 def graph_step(config: dict[str, Any], key: str, step: str, why: str) -> str:
     """The step name of the graph build ``config[key]`` names, or a clear error saying
     ``why`` the strategy needs one (specs are checked earlier; this guards API users)."""
@@ -205,12 +216,7 @@ class LocalSearch:
         entity_ids, matrix = VectorTable.open(folder, ENTITY_TABLE).matrix()
         if set(entity_ids) != set(entities["entity_id"].to_list()):
             raise KgragError(f"the entity vectors in {folder} do not match {ENTITIES_FILE}")
-        children: dict[str, list[str]] = {}
-        if parent_of is None:
-            children = {unit: [unit] for unit in units.text}
-        else:
-            for unit in sorted(parent_of, key=natural_key):
-                children.setdefault(parent_of[unit], []).append(unit)
+        children = children_of(units, parent_of)
         for column in (entities["chunk_ids"], relationships["chunk_ids"]):
             missing = set(column.explode().drop_nulls().to_list()) - children.keys()
             if missing:

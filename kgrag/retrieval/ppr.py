@@ -32,8 +32,13 @@ chunks nearest the question, in proportion to their min–max normalised cosine.
 HippoRAG 2 gives every passage 0.05 × that score beside unnormalised entity weights,
 so its passages hold most of the restart; a share over a few chunks measured better
 here (musique_200 R@5 at w = 0.5: 0.559 over all chunks, 0.578 over the top 10).
+Optional seeding (``kgrag.retrieval.seeds``, off unless set): ``question_mentions``
+adds the question's mentions as the nlp extractor finds them, matched by name;
+``nearest_names`` links a mention no name matches to the nearest name embedding;
+``synonyms`` adds HippoRAG's synonym edges between names that embed close together.
 
-Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap.
+Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
+``PprSearch``, which KET-RAG's and HugRAG's ppr channels share with this strategy.
 Chunks with mass rank by it (ties by dense rank), then the remaining chunks in
 dense order, and fill the budget like every other strategy. A question naming no
 entity of the graph is answered by the dense ranking, and its trace says so (the
@@ -44,7 +49,8 @@ weights and each retrieved chunk's mass: why a chunk came back.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +65,7 @@ from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIPS_FILE
 from kgrag.retrieval.naive import DENSE_TABLE
+from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
 from kgrag.retrieval.units import CHUNKS_FILE, Context, Units
 from kgrag.store.vectors import VectorTable
 
@@ -156,16 +163,150 @@ class EntityGraph:
         return 1.0 / np.maximum(self.mentions[nodes], 1)
 
 
+    def named(self, name: str) -> int | None:
+        """The entity node a name (a mention, a canonical entity) matches word for word."""
+        key = words(name)
+        return self.keys.get(key) if key else None
+
+    def with_synonyms(self, pairs: list[tuple[int, int, float]]) -> EntityGraph:
+        """This graph plus an edge of weight ``cosine`` for every (entity, entity,
+        cosine) pair: HippoRAG's synonym edges, so that mass reaches "TOLKIEN" from
+        "J. R. R. TOLKIEN" though no chunk names both."""
+        if not pairs:
+            return self
+        rows, cols, weights = (list(column) for column in zip(*pairs))
+        extra = sp.coo_matrix((weights, (rows, cols)), shape=self.adjacency.shape).tocsr()
+        return replace(self, adjacency=(self.adjacency + extra + extra.T).tocsr())
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """The question's seed entity nodes and how the fallback linked some of them."""
+
+    nodes: list[int]
+    nearest: dict[str, str]  # mention → the graph name it was linked to by embedding
+
+
+class PprSearch:
+    """Link the question's entities, walk, rank chunks: what every PPR user shares.
+
+    The ``ppr`` strategy, KET-RAG's skeleton channel with ``skeleton_search: ppr``
+    and HugRAG's ``entity_seeds: ppr`` all rank through this one class, so a seed or
+    walk improvement reaches each of them.
+    """
+
+    def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, *, damping: float,
+                 max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
+                 mentions: Callable[[str], list[str]] | None = None,
+                 nearest: NearestNames | None = None) -> None:
+        self.graph, self.walk = graph, Walk(graph.adjacency)
+        self.chunk_matrix = chunk_matrix
+        self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
+        self.dense_seed_chunks = dense_seed_chunks
+        self.mentions, self.nearest = mentions, nearest
+
+    @classmethod
+    def load(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
+             resources: Resources) -> PprSearch:
+        """The search over the entity tables in ``graph`` (an extract or hierarchy step's
+        folder), with the chunk vectors in ``dense`` and the titles in ``chunks``."""
+        damping = config["damping"]
+        if not 0.0 < damping < 1.0:
+            raise KgragError(f"strategy {config['name']!r}: damping must be in (0, 1), "
+                             f"got {damping}")
+        entities = pl.read_parquet(graph / ENTITIES_FILE, columns=["name", "source_chunk_ids"])
+        if entities.is_empty():
+            raise KgragError(f"strategy {config['name']!r}: the graph in {graph} has no "
+                             "entities; ppr needs an entity table to walk")
+        relationships = pl.read_parquet(graph / RELATIONSHIPS_FILE,
+                                        columns=["source", "target", "strength"])
+        ids, matrix = VectorTable.open(dense, DENSE_TABLE).matrix()
+        titles = None
+        if config["titles"]:
+            table = pl.read_parquet(chunks / CHUNKS_FILE, columns=["chunk_id", "title"])
+            titles = dict(zip(table["chunk_id"].to_list(), table["title"].to_list()))
+        entity_graph = EntityGraph.build(entities, relationships, ids, titles,
+                                         config["specific_steps"])
+        mentions = nearest = None
+        if config.get("question_mentions"):
+            mentions = ExtractorMentions(resources.pipeline)
+        if config.get("nearest_names") or config.get("synonyms"):
+            vectors = resources.embedder.encode(entity_graph.names)
+            if config.get("synonyms"):
+                entity_graph = entity_graph.with_synonyms(
+                    synonym_pairs(vectors, config["synonyms"]))
+            if config.get("nearest_names"):
+                nearest = NearestNames(vectors, resources.embedder.encode,
+                                       config["nearest_names"])
+        return cls(entity_graph, matrix, damping=damping,
+                   max_iterations=config["max_iterations"], dense_seeds=config["dense_seeds"],
+                   dense_seed_chunks=config["dense_seed_chunks"], mentions=mentions,
+                   nearest=nearest)
+
+    def seeds(self, question: str) -> Seeds:
+        """Names in the question, then the extractor's mentions matched by name, then
+        (with ``nearest``) the unmatched mentions linked to their nearest name."""
+        nodes = self.graph.link(question)
+        nearest: dict[str, str] = {}
+        if self.mentions is not None:
+            found = self.mentions(question)
+            named = {m: self.graph.named(m) for m in found}
+            nodes += [node for node in named.values() if node is not None]
+            if self.nearest is not None:
+                linked = self.nearest.link([m for m, node in named.items() if node is None])
+                nodes += list(linked.values())
+                nearest = {m: self.graph.names[node] for m, node in linked.items()}
+        return Seeds(list(dict.fromkeys(nodes)), nearest)
+
+    def run(self, question: str, vector: np.ndarray
+            ) -> tuple[np.ndarray | None, np.ndarray, dict[str, Any]]:
+        """The PPR mass of every node (None when no seed links: the caller falls back),
+        the chunks in dense order, and the trace (seeds and their weights)."""
+        similarity = self.chunk_matrix @ vector.astype(np.float32)
+        dense_order = np.argsort(-similarity, kind="stable")
+        seeds = self.seeds(question)
+        if not seeds.nodes:
+            return None, dense_order, {"fallback": NO_SEED, "seeds": {}}
+        n_entities = len(self.graph.names)
+        restart = np.zeros(n_entities + len(self.graph.chunk_ids))
+        weights = self.graph.specificity(seeds.nodes)
+        restart[seeds.nodes] = (1.0 - self.dense_seeds) * weights / weights.sum()
+        if self.dense_seeds > 0:
+            top = dense_order[: self.dense_seed_chunks]
+            spread = similarity.max() - similarity.min()
+            dense = ((similarity[top] - similarity.min()) / spread if spread > 0
+                     else np.ones(len(top)))
+            if dense.sum() > 0:
+                restart[n_entities + top] = self.dense_seeds * dense / dense.sum()
+        mass = self.walk.run(restart, self.damping, max_steps=self.max_iterations)
+        trace: dict[str, Any] = {"seeds": {self.graph.names[s]: round(float(w), 6)
+                                           for s, w in zip(seeds.nodes, weights)}}
+        if seeds.nearest:
+            trace["nearest"] = seeds.nearest
+        return mass, dense_order, trace
+
+    def scored(self, question: str, vector: np.ndarray
+               ) -> tuple[list[str], dict[str, float], dict[str, Any]]:
+        """Every chunk best first (by mass, ties and the massless rest in dense order),
+        each chunk's PPR mass, and the trace; the dense ranking when no seed links."""
+        mass, dense_order, trace = self.run(question, vector)
+        if mass is None:
+            return [self.graph.chunk_ids[j] for j in dense_order], {}, trace
+        chunk_mass = mass[len(self.graph.names):]
+        dense_rank = np.empty(len(dense_order), dtype=np.int64)
+        dense_rank[dense_order] = np.arange(len(dense_order))
+        order = np.lexsort((dense_rank, -chunk_mass))
+        ranked = [self.graph.chunk_ids[j] for j in order]
+        scores = {self.graph.chunk_ids[j]: float(chunk_mass[j]) for j in order
+                  if chunk_mass[j] > 0}
+        return ranked, scores, trace
+
+
 class PprStrategy:
     """HippoRAG-style retrieval by personalised PageRank (see the module docstring)."""
 
-    def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, units: Units, budget: int,
-                 damping: float, max_iterations: int, dense_seeds: float,
-                 dense_seed_chunks: int = 10) -> None:
-        self.graph, self.walk = graph, Walk(graph.adjacency)
-        self.chunk_matrix, self.units, self.budget = chunk_matrix, units, budget
-        self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
-        self.dense_seed_chunks = dense_seed_chunks
+    def __init__(self, search: PprSearch, units: Units, budget: int) -> None:
+        self.search, self.units, self.budget = search, units, budget
 
     @staticmethod
     def needs(config: dict[str, Any]) -> dict[str, str]:
@@ -180,63 +321,15 @@ class PprStrategy:
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> PprStrategy:
-        damping = config["damping"]
-        if not 0.0 < damping < 1.0:
-            raise KgragError(f"strategy {config['name']!r}: damping must be in (0, 1), "
-                             f"got {damping}")
-        folder = artefacts["graph"]
-        entities = pl.read_parquet(folder / ENTITIES_FILE, columns=["name", "source_chunk_ids"])
-        if entities.is_empty():
-            raise KgragError(f"strategy {config['name']!r}: the graph in {folder} has no "
-                             "entities; ppr needs an entity table to walk")
-        relationships = pl.read_parquet(folder / RELATIONSHIPS_FILE,
-                                        columns=["source", "target", "strength"])
-        ids, matrix = VectorTable.open(artefacts["dense"], DENSE_TABLE).matrix()
-        titles = None
-        if config["titles"]:
-            chunks = pl.read_parquet(artefacts["chunks"] / CHUNKS_FILE,
-                                     columns=["chunk_id", "title"])
-            titles = dict(zip(chunks["chunk_id"].to_list(), chunks["title"].to_list()))
-        graph = EntityGraph.build(entities, relationships, ids, titles,
-                                  config["specific_steps"])
-        return cls(graph, matrix, resources.units, config["budget_tokens"], damping,
-                   config["max_iterations"], config["dense_seeds"], config["dense_seed_chunks"])
-
-    def scored(self, question: str, vector: np.ndarray
-               ) -> tuple[list[str], dict[str, float], dict[str, Any]]:
-        """Every chunk best first, each chunk's PPR mass, and the trace."""
-        similarity = self.chunk_matrix @ vector.astype(np.float32)
-        dense_order = np.argsort(-similarity, kind="stable")
-        seeds = self.graph.link(question)
-        if not seeds:
-            return ([self.graph.chunk_ids[j] for j in dense_order], {},
-                    {"fallback": NO_SEED, "seeds": {}})
-        n_entities = len(self.graph.names)
-        restart = np.zeros(n_entities + len(self.graph.chunk_ids))
-        weights = self.graph.specificity(seeds)
-        restart[seeds] = (1.0 - self.dense_seeds) * weights / weights.sum()
-        if self.dense_seeds > 0:
-            top = dense_order[: self.dense_seed_chunks]
-            spread = similarity.max() - similarity.min()
-            dense = ((similarity[top] - similarity.min()) / spread if spread > 0
-                     else np.ones(len(top)))
-            if dense.sum() > 0:
-                restart[n_entities + top] = self.dense_seeds * dense / dense.sum()
-        mass = self.walk.run(restart, self.damping, max_steps=self.max_iterations)[n_entities:]
-        dense_rank = np.empty(len(dense_order), dtype=np.int64)
-        dense_rank[dense_order] = np.arange(len(dense_order))
-        order = np.lexsort((dense_rank, -mass))
-        ranked = [self.graph.chunk_ids[j] for j in order]
-        scores = {self.graph.chunk_ids[j]: float(mass[j]) for j in order if mass[j] > 0}
-        trace = {"seeds": {self.graph.names[s]: round(float(w), 6)
-                           for s, w in zip(seeds, weights)}}
-        return ranked, scores, trace
+        search = PprSearch.load(config, artefacts["graph"], artefacts["dense"],
+                                artefacts["chunks"], resources)
+        return cls(search, resources.units, config["budget_tokens"])
 
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
-        return self.scored(question, vector)[0]
+        return self.search.scored(question, vector)[0]
 
     def retrieve(self, question: str, vector: np.ndarray) -> Context:
-        ranked, scores, trace = self.scored(question, vector)
+        ranked, scores, trace = self.search.scored(question, vector)
         chosen = fill_budget(ranked, self.units.tokens, self.budget)
         trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in chosen}
         context = self.units.context(chosen)

@@ -21,18 +21,27 @@ GRAPH_PARAMS = {
                   "gate_min_similarity", "summary_entities", "summaries", "gate_judge",
                   "gate_judge_similarity"},
 }
+# A personalised-PageRank walk's parameters: strategy ppr's, and those of the ppr
+# channels of ket (skeleton_search: ppr) and hugrag (entity_seeds: ppr).
+PPR_WALK = {"damping", "max_iterations", "dense_seeds", "dense_seed_chunks", "titles",
+            "specific_steps", "question_mentions", "nearest_names", "synonyms"}
+# strategy → (its switch, the value that makes it walk): only then does it take PPR_WALK
+PPR_CHANNELS = {"ket": ("skeleton_search", "ppr"), "hugrag": ("entity_seeds", "ppr")}
+# Parameters added after specs landed, with no schema default: absent means off, and a
+# value that means off is dropped, so the configs (and fingerprints) of specs that do
+# not use them stay as they were.
+OFF_VALUES = {"skeleton_search": "local", "entity_seeds": "mmr", "question_mentions": False}
 STRATEGY_PARAMS = {
     "naive": {"top_k"},
-    "ket": {"theta", "skeleton", "bipartite", "top_entities"},
+    "ket": {"theta", "skeleton", "bipartite", "top_entities", "skeleton_search"},
     "knng": {"top_k", "skeleton"},
     "hybrid": {"theta", "skeleton", "top_entities"},
     "hugrag": {"hierarchy", "seed_entities", "seed_modules", "mmr_lambda", "semantic_weight",
                "hop_decay", "max_hops", "fan_out", "weights", "use_gates", "use_hierarchy",
-               "causal_filter", "filter_prompt"},
+               "causal_filter", "filter_prompt", "entity_seeds"},
     "bm25": set(),
     "fusion": {"fuse", "rrf_k"},
-    "ppr": {"skeleton", "hierarchy", "entities", "damping", "max_iterations", "dense_seeds",
-            "dense_seed_chunks", "titles", "specific_steps"},
+    "ppr": {"skeleton", "hierarchy", "entities"} | PPR_WALK,
 }
 # ``model`` and ``prompt`` serve every method: the extraction LLM also writes description
 # summaries and HugRAG's module summaries and gate checks.
@@ -72,8 +81,11 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
                    "that too, or drop it (the llm judge answers yes or no)"))
     for i, (q_raw, q) in enumerate(zip(raw.get("query", []), filled["query"])):
         strategy = q["strategy"]
-        yield from _misplaced(("query", i), q_raw, STRATEGY_PARAMS[strategy] | COMMON_STRATEGY,
-                              f"strategy {strategy}")
+        what = f"strategy {strategy}"
+        if strategy in PPR_CHANNELS and not walks(q):
+            what += " unless {}: {}".format(*PPR_CHANNELS[strategy])
+        yield from _misplaced(("query", i), q_raw, strategy_params(q) | COMMON_STRATEGY, what)
+        yield from _seed_problems(i, q, method)
         theta = q.get("theta", THETA_DEFAULTS.get(strategy, 0.0))
         thetas = theta if isinstance(theta, list) else [theta]
         wanted = []
@@ -101,18 +113,46 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
                                           f"(known: {', '.join(known) or 'none'})")
 
 
+def walks(query: dict[str, Any]) -> bool:
+    """Whether a strategy entry walks by personalised PageRank (ppr, or a ppr channel)."""
+    if query["strategy"] == "ppr":
+        return True
+    switch = PPR_CHANNELS.get(query["strategy"])
+    return switch is not None and query.get(switch[0]) == switch[1]
+
+
+def strategy_params(query: dict[str, Any]) -> set[str]:
+    """The parameters a strategy entry takes: its strategy's, and a walk's when it walks."""
+    return STRATEGY_PARAMS[query["strategy"]] | (PPR_WALK if walks(query) else set())
+
+
 def prune_defaults(filled: dict[str, Any]) -> dict[str, Any]:
     """Drop the defaults the schema filled in for parameters that do not apply to an
-    item's kind, so configs (and fingerprints) carry only what an item uses, and fill
-    θ, whose default depends on the strategy."""
+    item's kind, and the off values of ``OFF_VALUES``, so configs (and fingerprints)
+    carry only what an item uses, and fill θ, whose default depends on the strategy."""
     graphs = [{k: v for k, v in g.items() if k in GRAPH_PARAMS[g["kind"]] | COMMON_GRAPH}
               for g in filled["graphs"]]
-    query = [{k: v for k, v in q.items() if k in STRATEGY_PARAMS[q["strategy"]] | COMMON_STRATEGY}
+    query = [{k: v for k, v in q.items()
+              if k in strategy_params(q) | COMMON_STRATEGY
+              and not (k in OFF_VALUES and v == OFF_VALUES[k])}
              for q in filled["query"]]
     for q in query:
         if q["strategy"] in THETA_DEFAULTS:
             q.setdefault("theta", THETA_DEFAULTS[q["strategy"]])
     return {**filled, "graphs": graphs, "query": query}
+
+
+def _seed_problems(i: int, q: dict[str, Any], method: str) -> Iterator[Problem]:
+    """The question-mention options need the nlp extraction's pipeline, and the nearest-name
+    fallback needs mentions to link."""
+    if q.get("question_mentions") and method != "nlp":
+        yield ("query", i, "question_mentions"), (
+            "question_mentions finds mentions with the nlp extraction's spaCy pipeline; set "
+            "extraction: {method: nlp}")
+    if q.get("nearest_names") and not q.get("question_mentions"):
+        yield ("query", i, "nearest_names"), (
+            "nearest_names links question mentions no name matches; set question_mentions: "
+            "true")
 
 
 def _fusion_problems(i: int, q: dict[str, Any], entries: dict[str, str]) -> Iterator[Problem]:

@@ -39,7 +39,8 @@ def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any,
     """Build the configured strategy from its artefact folders (by role)."""
     strategy_type = STRATEGIES[config["strategy"]]
     resources = Resources(Units.load(inputs["chunks"] / CHUNKS_FILE), models.tokenizer,
-                          models.llm if uses_llm(config) else None, prompt_style)
+                          models.llm if uses_llm(config) else None, prompt_style,
+                          models.embedder, models.pipeline)
     artefacts = {role: inputs[role] for role in strategy_type.needs(config)}
     return strategy_type.load(config, artefacts, resources)
 

@@ -92,6 +92,14 @@ def run_cli(capsys, *argv):
      "'k' is a ket entry"),
     ([{"name": "d", "strategy": "naive"}, {"name": "f", "strategy": "fusion", "fuse": ["d", "d"]}],
      "two different entries"),
+    ([{"name": "k", "strategy": "ket", "skeleton": "skel", "theta": 1, "damping": 0.5}],
+     "'damping' is not a parameter of strategy ket unless skeleton_search: ppr"),
+    ([{"name": "k", "strategy": "ket", "skeleton": "skel", "theta": 1, "skeleton_search": "ppr",
+       "damping": 1.0}], "damping"),
+    ([{"name": "p", "strategy": "ppr", "skeleton": "skel", "question_mentions": True}],
+     "question_mentions finds mentions with the nlp extraction's spaCy pipeline"),
+    ([{"name": "p", "strategy": "ppr", "skeleton": "skel", "nearest_names": 0.8}],
+     "nearest_names links question mentions no name matches; set question_mentions"),
 ])
 def test_bad_ppr_and_fusion_specs_exit_2_with_one_message(project, capsys, query, message):
     spec = write_spec(project, graphs=[{"name": "skel", "kind": "skeleton"},
@@ -100,3 +108,28 @@ def test_bad_ppr_and_fusion_specs_exit_2_with_one_message(project, capsys, query
     assert code == 2
     assert message in err and err.startswith("kgrag: error:")
     assert "Traceback" not in err
+
+
+def test_ppr_channels_read_the_extraction_and_off_values_leave_configs_alone(project: Path
+                                                                            ) -> None:
+    from kgrag import api
+
+    query = [
+        {"name": "skeleton", "strategy": "ket", "skeleton": "skel", "theta": 1},
+        {"name": "local", "strategy": "ket", "skeleton": "skel", "theta": 1,
+         "skeleton_search": "local"},
+        {"name": "walked", "strategy": "ket", "skeleton": "skel", "theta": 1,
+         "skeleton_search": "ppr", "dense_seeds": 0.05},
+    ]
+    plan = api.open_session(ppr_spec(project, query)).plan
+    steps = {step.name: step for step in plan.steps}
+    # an explicit off value is the default: the same config (so the same fingerprint)
+    local, skeleton = (dict(steps[f"retrieve.{n}"].config["strategy"]) for n in ("local",
+                                                                             "skeleton"))
+    assert {**local, "name": "skeleton"} == skeleton
+    walked = steps["retrieve.walked"]
+    assert walked.config["strategy"]["dense_seeds"] == 0.05
+    assert walked.config["strategy"]["damping"] == 0.5  # the walk's defaults, as ppr's
+    assert "damping" not in steps["retrieve.skeleton"].config["strategy"]
+    assert "extract.skel" in walked.inputs.values()
+    assert "skeleton.skel" not in walked.inputs.values()

@@ -29,6 +29,7 @@ from kgrag.retrieval.hugrag import (
     keyword_lexicon,
     linearise,
 )
+from kgrag.retrieval.ppr import EntityGraph, PprSearch
 from kgrag.retrieval.units import Units
 from tests.conftest import ScriptedBackend
 
@@ -208,3 +209,35 @@ def test_a_budget_too_small_for_any_item_skips_the_filter(tmp_path: Path,
     context = strategy(tmp_path, tokenizer, budget_tokens=2).retrieve(QUESTION, VECTOR)
     assert context.trace["items"] == 0 and context.llm_calls == 0
     assert context.trace["filter"].startswith("skipped") and context.text == ""
+
+
+def ppr_seeded(tokenizer: Tokenizer) -> HugragStrategy:
+    """entity_seeds: ppr over the world's entities (each linked to its chunk)."""
+    entities = pl.DataFrame({"name": ["ALPHA", "BETA", "GAMMA"],
+                             "source_chunk_ids": [["c1"], ["c2"], ["c3"]]})
+    relationships = pl.DataFrame({"source": ["ALPHA"], "target": ["BETA"], "strength": [5.0]})
+    walked = EntityGraph.build(entities, relationships, ["c1", "c2", "c3"], None)
+    chunks = np.array([v for kind, *_, v in NODES if kind == "chunk"], dtype=np.float32)
+    search = PprSearch(walked, chunks, damping=0.5, max_iterations=50, dense_seeds=0.0)
+    config = {**CONFIG, "entity_seeds": "ppr", "causal_filter": False}
+    return HugragStrategy(config, graph(), Resources(Units({}, {}, {}), tokenizer), search)
+
+
+def test_ppr_entity_seeds_start_from_the_entity_the_question_names(tmp_path: Path,
+                                                                   tokenizer: Tokenizer) -> None:
+    assert HugragStrategy.needs({**CONFIG, "entity_seeds": "ppr"})["chunks"] == "chunks"
+    question = "Who is Gamma?"
+    mmr = strategy(tmp_path, tokenizer, causal_filter=False).retrieve(
+        question, VECTOR)
+    walked = ppr_seeded(tokenizer).retrieve(question, VECTOR)
+    # MMR's hybrid score prefers ALPHA (nearest the question vector); the walk starts
+    # at GAMMA, the entity the question names; module seeds are MMR's in both
+    assert mmr.trace["seeds"][0] == "ALPHA" and walked.trace["seeds"][0] == "GAMMA"
+    assert walked.trace["ppr_seeds"] == {"GAMMA": 1.0}
+    assert mmr.trace["seeds"][1:] == walked.trace["seeds"][1:]
+
+
+def test_ppr_entity_seeds_fall_back_to_mmr_when_no_entity_is_named(tokenizer: Tokenizer) -> None:
+    context = ppr_seeded(tokenizer).retrieve("Why does it drive things?", VECTOR)
+    assert "MMR entity seeds" in context.trace["fallback"]
+    assert context.trace["seeds"][0] == "ALPHA" and "ppr_seeds" not in context.trace

@@ -19,7 +19,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from test_retrieval_local_search import CHUNKS, QUESTION, units_of, write_skeleton
+from test_retrieval_local_search import (
+    CHUNKS,
+    ENTITIES,
+    QUESTION,
+    RELATIONSHIPS,
+    units_of,
+    write_skeleton,
+)
 
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
@@ -157,7 +164,7 @@ def test_theta_1_is_skeleton_only_over_whole_chunks(folders, tokenizer):
     assert ket.keywords is None
     context = ket.retrieve("q", QUESTION)
     assert KEYWORD_HEADER not in context.text and context.text.startswith(ENTITY_HEADER)
-    expected = ket.local.search(QUESTION, 300)
+    expected = ket.skeleton.search(QUESTION, 300)
     assert context.unit_ids == expected.unit_ids and set(expected.unit_ids) <= set(CHUNKS)
     assert context.doc_ids == [CHUNKS[c][0] for c in context.unit_ids]
     assert context.tokens == tokenizer.count(context.text) <= 300
@@ -170,7 +177,7 @@ def test_leftover_keyword_budget_goes_to_the_skeleton(folders, tokenizer):
     context = ket.retrieve("q", QUESTION)
     keyword_units = keyword_part(context.text)
     assert len(keyword_units) == 6
-    skeleton = ket.local.search(QUESTION, 400 - 133, frozenset(keyword_units))
+    skeleton = ket.skeleton.search(QUESTION, 400 - 133, frozenset(keyword_units))
     assert context.unit_ids == skeleton.unit_ids + keyword_units
     assert skeleton.tokens > share(0.5, 400)
     assert context.tokens == tokenizer.count(context.text) == skeleton.tokens + 133
@@ -196,3 +203,70 @@ def test_budget_is_never_exceeded(folders, tokenizer, theta, budget):
     assert len(context.doc_ids) == len(context.unit_ids) == len(set(context.unit_ids))
     assert len(keyword_part(context.text)) * SIZE <= share(1 - theta, budget)
 
+
+
+def write_extraction(root: Path) -> dict[str, Path]:
+    """The folders the ppr skeleton channel reads: the skeleton's extract step (entities
+    with their source chunks, relationships), the dense chunk vectors, the chunk titles."""
+    folders = {role: root / role for role in ("graph", "dense", "chunks")}
+    for folder in folders.values():
+        folder.mkdir(parents=True)
+    pl.DataFrame({"name": [e[1] for e in ENTITIES], "source_chunk_ids": [e[4] for e in ENTITIES]}
+                 ).write_parquet(folders["graph"] / "entities.parquet")
+    pl.DataFrame({"source": [r[1] for r in RELATIONSHIPS], "target": [r[2] for r in RELATIONSHIPS],
+                  "strength": [r[4] for r in RELATIONSHIPS]}
+                 ).write_parquet(folders["graph"] / "relationships.parquet")
+    ids = list(CHUNKS)
+    sims = np.linspace(0.1, 0.5, len(ids))  # c5 nearest: the tie-break and the fallback
+    VectorTable.create(folders["dense"], "chunks", ids,
+                       np.stack([sims, np.sqrt(1 - sims**2), 0 * sims, 0 * sims], axis=1))
+    pl.DataFrame({"chunk_id": ids, "title": [f"Doc {c[1]}" for c in ids]}
+                 ).write_parquet(folders["chunks"] / "chunks.parquet")
+    return folders
+
+
+PPR = {"skeleton_search": "ppr", "damping": 0.5, "max_iterations": 50, "dense_seeds": 0.0,
+       "dense_seed_chunks": 10, "titles": True, "specific_steps": True}
+
+
+def ppr_strategy(folders, tokenizer, theta: float, budget: int) -> KetStrategy:
+    cfg = config(theta, budget, **PPR)
+    artefacts = {role: folders[role] for role in KetStrategy.needs(cfg)}
+    return KetStrategy.load(cfg, artefacts, Resources(units_of(tokenizer, CHUNKS), tokenizer))
+
+
+@pytest.fixture(scope="module")
+def ppr_folders(folders, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return {**folders, **write_extraction(tmp_path_factory.mktemp("extraction"))}
+
+
+def test_the_ppr_skeleton_channel_reads_the_extraction_not_the_skeleton():
+    assert KetStrategy.needs(config(0.4, 100, **PPR)) == {
+        "graph": "extract.s", "dense": "dense", "chunks": "chunks", "bipartite": "bipartite.b"}
+    assert KetStrategy.needs(config(0.0, 100, **PPR)) == {"bipartite": "bipartite.b"}
+
+
+def test_the_ppr_channel_ranks_the_skeleton_by_the_walk_within_the_theta_split(ppr_folders,
+                                                                              tokenizer):
+    question = "Where does Gamma meet Delta?"
+    ket = ppr_strategy(ppr_folders, tokenizer, 0.5, 400)
+    context = ket.retrieve(question, QUESTION)
+    keyword_units = keyword_part(context.text)
+    assert len(keyword_units) == 6  # the keyword channel is untouched: all of its pool
+    ranked = ket.skeleton.ppr.scored(question, QUESTION)[0]
+    expected = [u for chunk in ranked for u in ket.skeleton.children[chunk]
+                if u not in keyword_units]
+    skeleton_units = context.unit_ids[:len(context.unit_ids) - len(keyword_units)]
+    assert skeleton_units == expected[:len(skeleton_units)] and skeleton_units
+    # GAMMA and DELTA seed the walk: their chunks (c4, c5) lead the skeleton's sources
+    assert ranked[:2] == ["c5", "c4"] and set(context.trace["seeds"]) == {"GAMMA", "DELTA"}
+    assert ENTITY_HEADER not in context.text
+    assert context.text.index("-----Sources-----") < context.text.index(KEYWORD_HEADER)
+    assert context.tokens == tokenizer.count(context.text) <= 400
+
+
+def test_the_ppr_channel_alone_falls_back_to_dense_for_a_question_naming_nothing(ppr_folders,
+                                                                                  tokenizer):
+    context = ppr_strategy(ppr_folders, tokenizer, 1.0, 60).retrieve("Why?", QUESTION)
+    assert context.unit_ids == ["c5", "c4", "c3", "c2"] and context.trace["seeds"] == {}  # dense
+    assert "fallback" in context.trace and KEYWORD_HEADER not in context.text

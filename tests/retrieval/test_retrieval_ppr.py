@@ -21,8 +21,17 @@ import polars as pl
 import pytest
 
 from kgrag.errors import KgragError
+from kgrag.models.pipelines import resolve_pipeline
 from kgrag.retrieval import Resources
-from kgrag.retrieval.ppr import NO_SEED, EntityGraph, PprStrategy, title_aliases, words
+from kgrag.retrieval.ppr import (
+    NO_SEED,
+    EntityGraph,
+    PprSearch,
+    PprStrategy,
+    title_aliases,
+    words,
+)
+from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
 from kgrag.retrieval.units import Units
 from kgrag.store.vectors import VectorTable
 
@@ -49,14 +58,19 @@ def graph(titles: bool = True, relationships=()) -> EntityGraph:
     return EntityGraph.build(*tables(relationships), CHUNK_IDS, TITLES if titles else None)
 
 
-def strategy(dense_seeds: float = 0.0, budget: int = 20, relationships=(), damping=0.5,
-             dense_seed_chunks: int = 10) -> PprStrategy:
-    units = Units({c: TITLES[c] for c in CHUNK_IDS}, dict.fromkeys(CHUNK_IDS, 10),
-                  {c: f"d{c}" for c in CHUNK_IDS})
+def search(dense_seeds: float = 0.0, relationships=(), damping=0.5, dense_seed_chunks: int = 10,
+           **seeding) -> PprSearch:
     sims = np.array(DENSE)
     matrix = np.stack([sims, np.sqrt(1 - sims**2)], axis=1).astype(np.float32)
-    return PprStrategy(graph(relationships=relationships), matrix, units, budget, damping, 50,
-                       dense_seeds, dense_seed_chunks)
+    return PprSearch(graph(relationships=relationships), matrix, damping=damping,
+                     max_iterations=50, dense_seeds=dense_seeds,
+                     dense_seed_chunks=dense_seed_chunks, **seeding)
+
+
+def strategy(budget: int = 20, **kwargs) -> PprStrategy:
+    units = Units({c: TITLES[c] for c in CHUNK_IDS}, dict.fromkeys(CHUNK_IDS, 10),
+                  {c: f"d{c}" for c in CHUNK_IDS})
+    return PprStrategy(search(**kwargs), units, budget)
 
 
 QUESTION_VECTOR = np.array([1.0, 0.0])
@@ -98,7 +112,7 @@ def test_specificity_is_the_inverse_of_the_chunks_mentioning_an_entity():
 
 
 def test_mass_reaches_the_chunk_two_links_from_the_seed():
-    ranked, scores, trace = strategy().scored(QUESTION, QUESTION_VECTOR)
+    ranked, scores, trace = search().scored(QUESTION, QUESTION_VECTOR)
     assert ranked[:2] == ["c1", "c2"]  # the film's chunk, then its director's
     assert scores["c2"] > scores["c3"] > 0
     assert trace["seeds"] == {"FILM": pytest.approx(0.2), "FORBIDDEN GROUND": 1.0}
@@ -106,19 +120,19 @@ def test_mass_reaches_the_chunk_two_links_from_the_seed():
 
 
 def test_relationships_carry_mass_between_entities():
-    plain = strategy().scored("Is Johnny Lee famous?", QUESTION_VECTOR)[1]
-    linked = strategy(relationships=[("JOHNNY LEE", "SYDNEY", 10.0)]).scored(
+    plain = search().scored("Is Johnny Lee famous?", QUESTION_VECTOR)[1]
+    linked = search(relationships=[("JOHNNY LEE", "SYDNEY", 10.0)]).scored(
         "Is Johnny Lee famous?", QUESTION_VECTOR)[1]
     assert linked["c5"] > plain["c5"]
 
 
 def test_dense_seeds_lift_the_chunks_nearest_the_question():
-    without = strategy().scored(QUESTION, QUESTION_VECTOR)[1]
-    with_dense = strategy(dense_seeds=0.5).scored(QUESTION, QUESTION_VECTOR)[1]
+    without = search().scored(QUESTION, QUESTION_VECTOR)[1]
+    with_dense = search(dense_seeds=0.5).scored(QUESTION, QUESTION_VECTOR)[1]
     assert with_dense["c5"] > without["c5"]
     assert sum(with_dense.values()) <= 1.0
     # only the nearest chunk seeded: c4, second nearest, gets less than when seeded too
-    nearest = strategy(dense_seeds=0.5, dense_seed_chunks=1).scored(QUESTION, QUESTION_VECTOR)[1]
+    nearest = search(dense_seeds=0.5, dense_seed_chunks=1).scored(QUESTION, QUESTION_VECTOR)[1]
     assert nearest["c5"] > with_dense["c5"] and nearest["c4"] < with_dense["c4"]
 
 
@@ -195,3 +209,78 @@ def test_specific_steps_weight_mention_edges_by_the_entity_specificity():
     assert specific.adjacency[c1, lee] == pytest.approx(0.5)
     assert specific.adjacency[film, c1] == specific.adjacency[c1, film]  # symmetric
     assert plain.adjacency[c1, film] == plain.adjacency[c1, lee] == 1.0
+
+
+def test_extractor_mentions_are_the_chunk_rules_run_on_the_question():
+    mentions = ExtractorMentions(resolve_pipeline("en_core_web_sm"))
+    # the determiner trimmed and the name upper-cased, as in the chunks' extraction
+    assert "FORBIDDEN GROUND" in mentions("Where was the director of the film Forbidden "
+                                          "Ground born?")
+
+
+def test_question_mentions_add_seeds_that_name_matching_missed():
+    # the finder's mentions are matched to names by words; one no name matches is dropped
+    plain = search().seeds("What is the harbour city like?")
+    found = search(mentions=lambda q: ["HARBOUR CITY", "SYDNEY"]).seeds(
+        "What is the harbour city like?")
+    assert plain.nodes == [] and names(graph(), found.nodes) == ["SYDNEY"]
+    assert found.nearest == {}
+
+
+class FakeEmbedder:
+    """Names and mentions as one-hot vectors over a small vocabulary of names."""
+
+    AXES = ("CANBERRA", "SYDNEY", "JOHNNY LEE", "THE MOON")
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), len(self.AXES) + 1), dtype=np.float32)
+        for i, text in enumerate(texts):
+            axis = {"HARBOUR CITY": "SYDNEY"}.get(text, text)  # a synonym of Sydney
+            rows[i, self.AXES.index(axis) if axis in self.AXES else -1] = 1.0
+        return rows
+
+
+def test_an_unmatched_mention_links_to_the_nearest_name_above_the_threshold():
+    g = graph()
+    vectors = FakeEmbedder().encode(g.names)
+    nearest = NearestNames(vectors, FakeEmbedder().encode, threshold=0.9)
+    assert nearest.link(["HARBOUR CITY", "THE MOON"]) == {"HARBOUR CITY": g.names.index("SYDNEY")}
+    seeds = search(mentions=lambda q: ["HARBOUR CITY"], nearest=nearest).seeds("harbour city?")
+    assert names(g, seeds.nodes) == ["SYDNEY"] and seeds.nearest == {"HARBOUR CITY": "SYDNEY"}
+    trace = search(mentions=lambda q: ["HARBOUR CITY"], nearest=nearest).scored(
+        "harbour city?", QUESTION_VECTOR)[2]
+    assert trace["nearest"] == {"HARBOUR CITY": "SYDNEY"} and "fallback" not in trace
+
+
+def test_synonym_edges_join_names_that_embed_close_and_carry_mass():
+    vectors = np.array([[1.0, 0.0], [0.96, 0.28], [0.0, 1.0]], dtype=np.float32)
+    assert synonym_pairs(vectors, 0.9) == [(0, 1, pytest.approx(0.96))]
+    g = graph()
+    lee, sydney = g.names.index("JOHNNY LEE"), g.names.index("SYDNEY")
+    joined = g.with_synonyms([(lee, sydney, 0.95)])
+    assert joined.adjacency[lee, sydney] == joined.adjacency[sydney, lee] == pytest.approx(0.95)
+    assert g.adjacency[lee, sydney] == 0 and g.with_synonyms([]) is g
+    walk = PprSearch(joined, search().chunk_matrix, damping=0.5, max_iterations=50,
+                     dense_seeds=0.0)
+    assert walk.scored("Is Johnny Lee famous?", QUESTION_VECTOR)[1]["c5"] > \
+        search().scored("Is Johnny Lee famous?", QUESTION_VECTOR)[1]["c5"]
+
+
+def test_load_embeds_names_only_for_the_options_that_need_them(tmp_path: Path):
+    folders = write_indexes(tmp_path, *tables())
+
+    class Counting(FakeEmbedder):
+        calls = 0
+
+        def encode(self, texts):
+            Counting.calls += 1
+            return super().encode(texts)
+
+    embedded = Resources(resources().units, tokenizer=None, embedder=Counting())
+    PprStrategy.load(CONFIG, folders, embedded)
+    assert Counting.calls == 0
+    plain = PprStrategy.load(CONFIG, folders, embedded).search.graph.adjacency.nnz
+    loaded = PprStrategy.load({**CONFIG, "synonyms": 0.9}, folders, embedded)
+    # the names outside the fake vocabulary share one axis: synonyms of one another
+    assert Counting.calls == 1 and loaded.search.nearest is None
+    assert loaded.search.graph.adjacency.nnz > plain
