@@ -88,6 +88,10 @@ def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[
         yield from _seed_problems(i, q, method)
         theta = q.get("theta", THETA_DEFAULTS.get(strategy, 0.0))
         thetas = theta if isinstance(theta, list) else [theta]
+        if strategy == "ket" and walks(q) and max(thetas) == 0:
+            yield (("query", i, "skeleton_search"),
+                   ("skeleton_search ranks the skeleton channel, and theta 0 gives it no "
+                    "budget; raise theta or drop skeleton_search"))
         wanted = []
         if strategy in ("knng", "hybrid") or (strategy == "ket" and max(thetas) > 0):
             wanted.append(("skeleton", "skeleton"))

@@ -96,6 +96,8 @@ def run_cli(capsys, *argv):
      "'damping' is not a parameter of strategy ket unless skeleton_search: ppr"),
     ([{"name": "k", "strategy": "ket", "skeleton": "skel", "theta": 1, "skeleton_search": "ppr",
        "damping": 1.0}], "damping"),
+    ([{"name": "k", "strategy": "ket", "bipartite": "kw", "theta": 0,
+       "skeleton_search": "ppr"}], "theta 0 gives it no budget"),
     ([{"name": "p", "strategy": "ppr", "skeleton": "skel", "question_mentions": True}],
      "question_mentions finds mentions with the nlp extraction's spaCy pipeline"),
     ([{"name": "p", "strategy": "ppr", "skeleton": "skel", "nearest_names": 0.8}],
