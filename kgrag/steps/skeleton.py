@@ -9,7 +9,8 @@
              other build over the same chunks (another β, HugRAG's hierarchy)
              replays them instead of paying again.
 ``skeleton`` entity and relationship tables with rendered rows, entity and
-             (unless ``relationship_vectors: false``) relationship vectors in LanceDB, a GraphML export, and (optionally)
+             (unless ``relationship_vectors: false``) relationship vectors in LanceDB,
+             a GraphML export, and (optionally)
              one LLM-written description per entity or relationship seen in
              several chunks.
 """
