@@ -82,22 +82,24 @@ def load_corpus(cfg: Mapping[str, Any], base_dir: Path) -> Corpus:
     if load is None:
         known = ", ".join(sorted(IMPORTERS))
         raise KgragError(f"unknown corpus dataset {dataset!r}; use one of: {known}")
-    path = Path(cfg["path"]).expanduser()
-    if not path.is_absolute():
-        path = base_dir / path
+    path = _resolve(cfg["path"], base_dir)
     if not path.exists():
         raise KgragError(
             f"corpus path {path} does not exist; fix corpus.path "
             f"(relative paths resolve against {base_dir})"
         )
     if "questions_file" in cfg:  # importers read it, relative paths resolved like ``path``
-        questions = Path(cfg["questions_file"]).expanduser()
-        cfg = {**cfg, "questions_file": questions if questions.is_absolute()
-               else base_dir / questions}
+        cfg = {**cfg, "questions_file": _resolve(cfg["questions_file"], base_dir)}
     corpus = load(path, cfg)
     if corpus.documents.is_empty():
         raise KgragError(f"empty corpus: {path} holds no documents")
     return corpus
+
+
+def _resolve(value: str, base_dir: Path) -> Path:
+    """A path the spec names: ``~`` expanded, relative to ``base_dir`` unless absolute."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else base_dir / path
 
 
 # --- helpers shared by importers -------------------------------------------------------------
