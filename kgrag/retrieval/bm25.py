@@ -21,6 +21,7 @@ from bm25s.tokenization import Tokenizer as WordSplitter
 
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.units import Context, Units
+from kgrag.spec.declarations import Strategy
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
@@ -61,10 +62,6 @@ class Bm25Strategy:
     def __init__(self, index: Bm25Index, units: Units, budget: int) -> None:
         self.index, self.units, self.budget = index, units, budget
 
-    @staticmethod
-    def needs(config: dict[str, Any]) -> dict[str, str]:
-        return {}
-
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> Bm25Strategy:
@@ -76,3 +73,7 @@ class Bm25Strategy:
     def retrieve(self, question: str, vector: np.ndarray) -> Context:
         return self.units.context(fill_budget(self.ranking(question, vector),
                                               self.units.tokens, self.budget))
+
+
+DECLARATION = Strategy("bm25", "lexical top chunks (BM25) in the budget.", (), Bm25Strategy,
+                       lambda config: {})

@@ -17,6 +17,7 @@ be fused: they register in ``RANKERS`` (``kgrag.retrieval`` fills it).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +26,7 @@ import numpy as np
 from kgrag.errors import KgragError
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.units import Context, Units
+from kgrag.spec.declarations import Config, Need, Param, Problem, Strategy
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
@@ -36,7 +38,7 @@ class Ranker(Protocol):
     def ranking(self, question: str, vector: np.ndarray) -> list[str]: ...
 
 
-RANKERS: dict[str, Any] = {}  # strategy name → class with needs / load / ranking
+RANKERS: dict[str, Strategy] = {}  # name → declaration of a strategy whose class ranks
 
 
 def reciprocal_rank_fusion(rankings: list[list[str]], k: int = 60) -> list[str]:
@@ -67,11 +69,6 @@ class FusionStrategy:
     def __init__(self, members: list[Ranker], units: Units, budget: int, rrf_k: int) -> None:
         self.members, self.units, self.budget, self.rrf_k = members, units, budget, rrf_k
 
-    @staticmethod
-    def needs(config: dict[str, Any]) -> dict[str, str]:
-        return {f"{i}.{role}": step for i, member in enumerate(_members(config))
-                for role, step in RANKERS[member["strategy"]].needs(member).items()}
-
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> FusionStrategy:
@@ -79,7 +76,7 @@ class FusionStrategy:
         for i, member in enumerate(_members(config)):
             own = {role.split(".", 1)[1]: path for role, path in artefacts.items()
                    if role.startswith(f"{i}.")}
-            members.append(RANKERS[member["strategy"]].load(member, own, resources))
+            members.append(RANKERS[member["strategy"]].runs.load(member, own, resources))
         return cls(members, resources.units, config["budget_tokens"], config["rrf_k"])
 
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
@@ -89,3 +86,38 @@ class FusionStrategy:
     def retrieve(self, question: str, vector: np.ndarray) -> Context:
         return self.units.context(fill_budget(self.ranking(question, vector),
                                               self.units.tokens, self.budget))
+
+
+def _needs(config: Config) -> dict[str, Need]:
+    return {f"{i}.{role}": need for i, member in enumerate(_members(config))
+            for role, need in RANKERS[member["strategy"]].needs(member).items()}
+
+
+def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
+    """``fuse`` must name two different entries that rank chunks."""
+    entries = {q["name"]: q["strategy"] for q in spec["query"]}
+    rankers = sorted(RANKERS)
+    members = raw.get("fuse")
+    if members is None:
+        yield ("query", index), "strategy fusion needs 'fuse': the names of two other query entries"
+        return
+    if len(set(members)) != len(members):
+        yield ("query", index, "fuse"), "fusion needs two different entries"
+    for j, member in enumerate(members):
+        if member not in entries:
+            yield ("query", index, "fuse", j), (f"no query entry named '{member}' (known: "
+                                                f"{', '.join(entries)})")
+        elif entries[member] not in rankers:
+            yield ("query", index, "fuse", j), (f"'{member}' is a {entries[member]} entry; "
+                                                f"fusion fuses rankings of {', '.join(rankers)} "
+                                                "entries")
+
+
+DECLARATION = Strategy(
+    "fusion", "reciprocal-rank fusion of two other entries' rankings (fuse).",
+    (Param("fuse", {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+           "names of two other entries of this query list whose rankings are fused (naive, "
+           "bm25 or ppr)."),
+     Param("rrf_k", {"type": "integer", "minimum": 1},
+           "k of reciprocal-rank fusion, a unit scores the sum of 1 / (k + rank).", default=60)),
+    FusionStrategy, _needs, problems=_problems)

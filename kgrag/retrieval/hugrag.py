@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,10 +77,12 @@ import scipy.sparse as sp
 from kgrag.corpus.keywords import keywords
 from kgrag.errors import KgragError
 from kgrag.models.llm import InvalidOutput
-from kgrag.retrieval.local_search import ENTITY_TABLE, graph_step
+from kgrag.retrieval.local_search import ENTITY_TABLE
 from kgrag.retrieval.naive import DENSE_TABLE
-from kgrag.retrieval.ppr import PprSearch
+from kgrag.retrieval.params import HIERARCHY
+from kgrag.retrieval.ppr import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Context, Units
+from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -363,22 +366,6 @@ class HugragStrategy:
                 allowed.add("gate")
         self.allowed = frozenset(allowed)
 
-    @staticmethod
-    def needs(config: dict[str, Any]) -> dict[str, str]:
-        why = "hugrag retrieves over a hierarchy build"
-        needs = {"hierarchy": graph_step(config, "hierarchy", "hierarchy", why), "dense": "dense"}
-        if config.get("entity_seeds") == "ppr":  # the walk reads the chunk titles
-            needs["chunks"] = "chunks"
-        if config["use_hierarchy"]:
-            needs["summaries"] = graph_step(config, "hierarchy", "summaries", why)
-            if config["use_gates"]:
-                needs["gates"] = graph_step(config, "hierarchy", "gates", why)
-        return needs
-
-    @staticmethod
-    def uses_llm(config: dict[str, Any]) -> bool:
-        return bool(config["causal_filter"])
-
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> HugragStrategy:
@@ -474,3 +461,67 @@ class HugragStrategy:
         calls = (spent.calls + spent.cache_hits, spent.tokens_in, spent.tokens_out)
         kept = [item for item in items if item.item_id in precise] or items
         return kept, outcome, calls
+
+
+WHY = "hugrag retrieves over a hierarchy build"
+
+
+def _needs(config: Config) -> dict[str, Need]:
+    needs: dict[str, Need] = {"hierarchy": GraphRef("hierarchy", "hierarchy", WHY),
+                              "dense": "dense"}
+    if config.get("entity_seeds") == "ppr":  # the walk reads the chunk titles
+        needs["chunks"] = "chunks"
+    if config["use_hierarchy"]:
+        needs["summaries"] = GraphRef("hierarchy", "summaries", WHY)
+        if config["use_gates"]:
+            needs["gates"] = GraphRef("hierarchy", "gates", WHY)
+    return needs
+
+
+def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
+    yield from walk_problems(index, entry, spec)
+
+
+DECLARATION = Strategy(
+    "hugrag", "HugRAG (hybrid-score MMR seeds over entities and modules, gated best-first "
+    "expansion, LLM causal filter).",
+    (HIERARCHY,
+     Param("seed_entities", {"type": "integer", "minimum": 0}, "entity seeds chosen by MMR.",
+           default=3),
+     Param("seed_modules", {"type": "integer", "minimum": 0},
+           "module seeds (all levels) chosen by MMR.", default=3),
+     Param("mmr_lambda", {"type": "number", "minimum": 0, "maximum": 1},
+           "MMR trade-off between relevance and novelty.", default=0.7),
+     Param("semantic_weight", {"type": "number", "minimum": 0, "maximum": 1},
+           "α in the hybrid seed score α·cosine + (1−α)·keyword overlap.", default=0.7),
+     Param("hop_decay", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+           "γ, the gain of a node h hops from a seed is multiplied by γ^h.", default=0.7),
+     Param("max_hops", {"type": "integer", "minimum": 0}, "hops from a seed at most.",
+           default=5),
+     Param("fan_out", {"type": "integer", "minimum": 1},
+           "best unvisited neighbours pushed per expanded node.", default=5),
+     Param("weights", {"type": "object", "additionalProperties": False, "properties": {
+         edge: {"type": "number", "minimum": 0, "default": weight}
+         for edge, weight in (("gate", 1.2), ("structural", 1.0), ("membership", 1.0),
+                              ("relationship", 0.8))}},
+           "edge-type weights of the expansion gain.", default={}),
+     Param("use_gates", {"type": "boolean"}, "expand over causal gates (ablation: false).",
+           default=True),
+     Param("use_hierarchy", {"type": "boolean"},
+           "use modules (seeds, membership edges, gates); false searches entity "
+           "neighbourhoods only (ablation).", default=True),
+     Param("causal_filter", {"type": "boolean"},
+           "one LLM call keeps only the evidence on causal paths (ablation: false).",
+           default=True),
+     Param("filter_prompt", {"enum": ["spurious_aware", "standard"]},
+           "spurious_aware (the paper's main prompt: causal vs spurious ids) or standard "
+           "(causal ids only).", default="spurious_aware"),
+     Param("entity_seeds", {"enum": ["mmr", "ppr"]},
+           "how the seed_entities entity seeds are chosen. mmr (the paper: MMR over the hybrid "
+           "score) or ppr (not in the paper: the entities with most personalised-PageRank mass "
+           "from the entities the question names, over the hierarchy's canonical entities; MMR "
+           "when none is named; takes ppr's damping, dense_seeds, titles and seed options). "
+           "Left out: mmr.", off="mmr")),
+    HugragStrategy, _needs, groups=(Group("entity_seeds", "ppr", WALK_PARAMS),),
+    problems=_problems, uses_llm=lambda config: bool(config["causal_filter"]),
+    evaluated=lambda config: {"graph": GraphRef("hierarchy", "hierarchy", WHY)})

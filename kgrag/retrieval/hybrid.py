@@ -21,11 +21,12 @@ from kgrag.retrieval.local_search import (
     Layout,
     LocalSearch,
     check_theta,
-    graph_step,
     share,
 )
 from kgrag.retrieval.naive import DENSE_TABLE, NaiveStrategy
+from kgrag.retrieval.params import SKELETON, TOP_ENTITIES, theta
 from kgrag.retrieval.units import Context, Units
+from kgrag.spec.declarations import Config, GraphRef, Need, Strategy
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -41,12 +42,6 @@ class HybridStrategy:
                  budget: int, theta: float) -> None:
         self.dense, self.local, self.units, self.layout = dense, local, units, layout
         self.budget, self.theta = budget, theta
-
-    @staticmethod
-    def needs(config: dict[str, Any]) -> dict[str, str]:
-        check_theta(config)
-        return {"dense": "dense", "skeleton": graph_step(config, "skeleton", "skeleton",
-                                                         "hybrid searches a knowledge graph")}
 
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
@@ -70,3 +65,14 @@ class HybridStrategy:
         unit_ids = local.unit_ids + dense.ids
         text, tokens = self.layout.render([*local.sections, dense])
         return Context(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens)
+
+
+def _needs(config: Config) -> dict[str, Need]:
+    check_theta(config)
+    return {"dense": "dense",
+            "skeleton": GraphRef("skeleton", "skeleton", "hybrid searches a knowledge graph")}
+
+
+DECLARATION = Strategy(
+    "hybrid", "local search on a (full) skeleton plus dense chunks.",
+    (theta(0.5, "Hybrid-RAG's equal split"), SKELETON, TOP_ENTITIES), HybridStrategy, _needs)

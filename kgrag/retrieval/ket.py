@@ -37,6 +37,7 @@ neither the skeleton's entity vectors nor local search's tables.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,11 +55,12 @@ from kgrag.retrieval.local_search import (
     best_first,
     check_theta,
     children_of,
-    graph_step,
     share,
 )
-from kgrag.retrieval.ppr import PprSearch
+from kgrag.retrieval.params import GRAPH_NAME, SKELETON, TOP_ENTITIES, theta
+from kgrag.retrieval.ppr import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Context, Units
+from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -163,22 +165,6 @@ class KetStrategy:
         self.budget, self.theta = budget, theta
         self.skeleton, self.keywords, self.units, self.layout = skeleton, keywords, units, layout
 
-    @staticmethod
-    def needs(config: dict[str, Any]) -> dict[str, str]:
-        theta = check_theta(config)
-        needs = {}
-        if theta > 0:
-            why = f"theta={theta} gives the skeleton part of the budget"
-            if config.get("skeleton_search") == "ppr":  # the walk reads the extraction
-                needs |= {"graph": graph_step(config, "skeleton", "extract", why),
-                          "dense": "dense", "chunks": "chunks"}
-            else:
-                needs["skeleton"] = graph_step(config, "skeleton", "skeleton", why)
-        if theta < 1:
-            needs["bipartite"] = graph_step(config, "bipartite", "bipartite",
-                                            f"theta={theta} gives keywords part of the budget")
-        return needs
-
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> KetStrategy:
@@ -220,3 +206,45 @@ class KetStrategy:
         unit_ids = skeleton_units + keyword_units
         text, tokens = self.layout.render(sections)
         return Context(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens, trace)
+
+
+def _needs(config: Config) -> dict[str, Need]:
+    theta = check_theta(config)
+    needs: dict[str, Need] = {}
+    if theta > 0:
+        why = f"theta={theta} gives the skeleton part of the budget"
+        if config.get("skeleton_search") == "ppr":  # the walk reads the extraction
+            needs |= {"graph": GraphRef("skeleton", "extract", why), "dense": "dense",
+                      "chunks": "chunks"}
+        else:
+            needs["skeleton"] = GraphRef("skeleton", "skeleton", why)
+    if theta < 1:
+        needs["bipartite"] = GraphRef("bipartite", "bipartite",
+                                      f"theta={theta} gives keywords part of the budget")
+    return needs
+
+
+def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
+    thetas = entry["theta"] if isinstance(entry["theta"], list) else [entry["theta"]]
+    if entry.get("skeleton_search") == "ppr" and max(thetas) == 0:
+        yield (("query", index, "skeleton_search"),
+               ("skeleton_search ranks the skeleton channel, and theta 0 gives it no budget; "
+                "raise theta or drop skeleton_search"))
+    yield from walk_problems(index, entry, spec)
+
+
+DECLARATION = Strategy(
+    "ket", "KET-RAG (θ of the budget to local search on a skeleton, the rest to the keyword "
+    "graph; θ=0 keyword-RAG, θ=1 skeleton-RAG / GraphRAG-local).",
+    (theta(0.4, "KET-RAG's setting"), SKELETON,
+     Param("bipartite", GRAPH_NAME, "name of a bipartite graph build.", default=None),
+     TOP_ENTITIES,
+     Param("skeleton_search", {"enum": ["local", "ppr"]},
+           "how the skeleton channel ranks within its θ share. local (KET-RAG: GraphRAG local "
+           "search over the skeleton's entity and relationship vectors) or ppr (not in the "
+           "paper: the skeleton's extraction walked by personalised PageRank from the "
+           "question's entities, as strategy ppr walks it, its chunks rewired to sub-chunks; "
+           "reads the extraction, not the skeleton's vectors, and takes ppr's damping, "
+           "dense_seeds, titles and seed options). Left out: local.", off="local")),
+    KetStrategy, _needs, groups=(Group("skeleton_search", "ppr", WALK_PARAMS),),
+    problems=_problems)

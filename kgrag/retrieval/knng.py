@@ -24,9 +24,11 @@ import polars as pl
 
 from kgrag.errors import KgragError
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.local_search import graph_step, natural_key
+from kgrag.retrieval.local_search import natural_key
 from kgrag.retrieval.naive import DENSE_TABLE, NaiveStrategy
+from kgrag.retrieval.params import SKELETON, TOP_K
 from kgrag.retrieval.units import Context, Units
+from kgrag.spec.declarations import Config, GraphRef, Need, Strategy
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -43,11 +45,6 @@ class KnngStrategy:
         self.dense, self.matrix, self.neighbours = dense, matrix, neighbours
         self.row = {chunk: i for i, chunk in enumerate(chunk_ids)}
         self.units, self.budget = units, budget
-
-    @staticmethod
-    def needs(config: dict[str, Any]) -> dict[str, str]:
-        return {"dense": "dense", "knn": graph_step(config, "skeleton", "core",
-                                                    "knng walks a skeleton's KNN chunk graph")}
 
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
@@ -82,3 +79,12 @@ class KnngStrategy:
     def retrieve(self, question: str, vector: np.ndarray) -> Context:
         return self.units.context(fill_budget(self.ranked(vector), self.units.tokens,
                                               self.budget))
+
+
+def _needs(config: Config) -> dict[str, Need]:
+    return {"dense": "dense",
+            "knn": GraphRef("skeleton", "core", "knng walks a skeleton's KNN chunk graph")}
+
+
+DECLARATION = Strategy("knng", "dense seeds plus their KNN-graph neighbours.",
+                       (TOP_K, SKELETON), KnngStrategy, _needs)

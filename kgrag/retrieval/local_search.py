@@ -148,15 +148,6 @@ def children_of(units: Units, parent_of: Mapping[str, str] | None) -> dict[str, 
     return children
 
 
-def graph_step(config: dict[str, Any], key: str, step: str, why: str) -> str:
-    """The step name of the graph build ``config[key]`` names, or a clear error saying
-    ``why`` the strategy needs one (specs are checked earlier; this guards API users)."""
-    if config.get(key) is None:
-        raise KgragError(f"strategy {config['name']!r}: {why}, so '{key}' must name a "
-                         f"{key} graph build")
-    return f"{step}.{config[key]}"
-
-
 def check_theta(config: dict[str, Any]) -> float:
     theta = config["theta"]
     if not 0.0 <= theta <= 1.0:

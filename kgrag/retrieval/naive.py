@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.retrieval.budget import fill_budget
+from kgrag.retrieval.params import TOP_K
 from kgrag.retrieval.units import Context, Units
+from kgrag.spec.declarations import Strategy
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -30,10 +32,6 @@ class NaiveStrategy:
             top_k = 2 * math.ceil(budget / typical) + 10
         self.top_k = min(top_k, len(units.tokens))
 
-    @staticmethod
-    def needs(config: dict[str, Any]) -> dict[str, str]:
-        return {"dense": "dense"}
-
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> NaiveStrategy:
@@ -51,3 +49,7 @@ class NaiveStrategy:
     def retrieve(self, question: str, vector: np.ndarray) -> Context:
         return self.units.context(fill_budget(self.ranking(question, vector), self.units.tokens,
                                               self.budget))
+
+
+DECLARATION = Strategy("naive", "dense top-k chunks in the budget.", (TOP_K,), NaiveStrategy,
+                       lambda config: {"dense": "dense"})

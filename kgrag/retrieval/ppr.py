@@ -49,7 +49,7 @@ weights and each retrieved chunk's mass: why a chunk came back.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,8 +65,10 @@ from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIPS_FILE
 from kgrag.retrieval.naive import DENSE_TABLE
+from kgrag.retrieval.params import HIERARCHY, SKELETON
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
 from kgrag.retrieval.units import CHUNKS_FILE, Context, Units
+from kgrag.spec.declarations import Config, GraphRef, Need, Param, Problem, Strategy
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -74,6 +76,44 @@ if TYPE_CHECKING:
 
 # graph key of the spec → the step whose entity tables ppr reads
 GRAPH_STEPS = {"skeleton": "extract", "entities": "extract", "hierarchy": "hierarchy"}
+# A personalised-PageRank walk's parameters: strategy ppr's, and those of the ppr channels
+# of ket (skeleton_search: ppr) and hugrag (entity_seeds: ppr).
+WALK_PARAMS = (
+    Param("damping", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+          "probability that the walk follows an edge rather than restarting at the seeds; "
+          "HippoRAG's 0.5 keeps mass near the question's entities.", default=0.5),
+    Param("max_iterations", {"type": "integer", "minimum": 1},
+          "power-iteration steps at most (it stops earlier once an update changes the scores "
+          "by less than 1e-10).", default=50),
+    Param("dense_seeds", {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+          "share of the restart mass given to the dense_seed_chunks chunks nearest the "
+          "question, by their min-max normalised cosine; 0 seeds entities only. (HippoRAG 2's "
+          "0.05 is a per-passage weight beside unnormalised entity weights, a far larger "
+          "share.)", default=0),
+    Param("dense_seed_chunks", {"type": "integer", "minimum": 1},
+          "how many of the chunks nearest the question share the dense_seeds mass.",
+          default=10),
+    Param("titles", {"type": "boolean"},
+          "each chunk's title is one more entity linked to the chunk (set false for corpora "
+          "whose titles are ids).", default=True),
+    Param("specific_steps", {"type": "boolean"},
+          "weight each entity–chunk edge by the entity's specificity (1 / chunks mentioning "
+          "it), so the walk leaves a chunk by its rare entities rather than hub concepts; "
+          "false weights every mention edge 1.", default=True),
+    Param("question_mentions", {"type": "boolean"},
+          "also seed from the question's mentions as the nlp extraction finds them in a chunk "
+          "(the same spaCy pipeline and rules), matched to graph names by normalised words. "
+          "Needs extraction method nlp. Left out: false (only graph names found in the "
+          "question).", off=False),
+    Param("nearest_names", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+          "link a question mention no graph name matches to the entity whose name embedding "
+          "is nearest, when the cosine is at least this value (needs question_mentions). "
+          "Embeds every entity name once (cached). Left out: off."),
+    Param("synonyms", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+          "HippoRAG's synonym edges, weighted by their cosine, between entities whose name "
+          "embeddings are at least this close. Embeds every entity name once (cached). Left "
+          "out: no synonym edges."),
+)
 MAX_STRENGTH = 10.0  # relationship strengths are on the extraction's 1–10 scale
 NO_SEED = "no entity of the question is in the graph: dense ranking"
 STOPWORDS = frozenset(STOPWORDS_EN)
@@ -308,16 +348,6 @@ class PprStrategy:
     def __init__(self, search: PprSearch, units: Units, budget: int) -> None:
         self.search, self.units, self.budget = search, units, budget
 
-    @staticmethod
-    def needs(config: dict[str, Any]) -> dict[str, str]:
-        named = [key for key in GRAPH_STEPS if config.get(key)]
-        if len(named) != 1:
-            raise KgragError(f"strategy {config['name']!r}: ppr walks one graph; name a "
-                             "skeleton, hierarchy or entities build (exactly one)")
-        key = named[0]
-        return {"graph": f"{GRAPH_STEPS[key]}.{config[key]}", "dense": "dense",
-                "chunks": "chunks"}
-
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> PprStrategy:
@@ -334,3 +364,43 @@ class PprStrategy:
         trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in chosen}
         context = self.units.context(chosen)
         return Context(context.unit_ids, context.doc_ids, context.text, context.tokens, trace)
+
+
+def walk_problems(index: int, entry: Config, spec: Config) -> Iterator[Problem]:
+    """The question-mention options need the nlp extraction's pipeline, and the
+    nearest-name fallback needs mentions to link."""
+    if entry.get("question_mentions") and spec["extraction"]["method"] != "nlp":
+        yield ("query", index, "question_mentions"), (
+            "question_mentions finds mentions with the nlp extraction's spaCy pipeline; set "
+            "extraction: {method: nlp}")
+    if entry.get("nearest_names") and not entry.get("question_mentions"):
+        yield ("query", index, "nearest_names"), (
+            "nearest_names links question mentions no name matches; set question_mentions: "
+            "true")
+
+
+def _needs(config: Config) -> dict[str, Need]:
+    named = [key for key in GRAPH_STEPS if config.get(key)]
+    if len(named) != 1:
+        raise KgragError(f"strategy {config['name']!r}: ppr walks one graph; name a "
+                         "skeleton, hierarchy or entities build (exactly one)")
+    key = named[0]
+    return {"graph": GraphRef(key, GRAPH_STEPS[key], "ppr walks its entities"),
+            "dense": "dense", "chunks": "chunks"}
+
+
+def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
+    if sum(entry[key] is not None for key in GRAPH_STEPS) != 1:
+        yield ("query", index), ("strategy ppr walks one graph: set one of 'skeleton', "
+                                 "'hierarchy' or 'entities' to the name of a graph build")
+    yield from walk_problems(index, entry, spec)
+
+
+DECLARATION = Strategy(
+    "ppr", "chunks ranked by personalised PageRank from the question's entities over the "
+    "entity–chunk graph of a skeleton or hierarchy build (HippoRAG).",
+    (SKELETON, HIERARCHY,
+     Param("entities", {"type": ["string", "null"]},
+           "name of an entities graph build (the extraction alone). A ppr strategy names one "
+           "of skeleton, hierarchy or entities.", default=None), *WALK_PARAMS),
+    PprStrategy, _needs, problems=_problems)

@@ -1,10 +1,11 @@
-"""Cross-references between a spec's graph builds and query strategies.
+"""Cross-references between a spec's graph builds and query strategies, checked against
+the declarations (``kgrag.spec.declarations``).
 
-The schema lists every parameter any graph kind, strategy or extraction method
-takes; which of them apply to which kind or method, and which graph a strategy
-may name, is checked here, so that a parameter that would silently do nothing
-(``tau`` on a skeleton, ``theta`` on ``naive``, ``max_entities`` with method
-``nlp`` or ``hybrid``) is an error rather than a no-op.
+The schema lists every parameter any graph kind, strategy or extraction method takes;
+which of them apply to which kind or method, and which graph a strategy must name, is
+checked here, so that a parameter that would silently do nothing (``tau`` on a skeleton,
+``theta`` on ``naive``, ``max_entities`` with method ``nlp``) is an error rather than a
+no-op.
 """
 
 from __future__ import annotations
@@ -12,182 +13,128 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-GRAPH_PARAMS = {
-    "skeleton": {"beta", "select", "knn_k", "seed", "summarise_descriptions",
-                 "relationship_vectors"},
-    "bipartite": {"tau"},
-    "entities": set(),
-    "hierarchy": {"fuzzy", "cosine", "max_cluster_size", "max_levels", "seed", "gate_top_m",
-                  "gate_min_similarity", "summary_entities", "summaries", "gate_judge",
-                  "gate_judge_similarity"},
-}
-# A personalised-PageRank walk's parameters: strategy ppr's, and those of the ppr
-# channels of ket (skeleton_search: ppr) and hugrag (entity_seeds: ppr).
-PPR_WALK = {"damping", "max_iterations", "dense_seeds", "dense_seed_chunks", "titles",
-            "specific_steps", "question_mentions", "nearest_names", "synonyms"}
-# strategy → (its switch, the value that makes it walk): only then does it take PPR_WALK
-PPR_CHANNELS = {"ket": ("skeleton_search", "ppr"), "hugrag": ("entity_seeds", "ppr")}
-# Parameters added after specs landed, with no schema default: absent means off, and a
-# value that means off is dropped, so the configs (and fingerprints) of specs that do
-# not use them stay as they were.
-OFF_VALUES = {"skeleton_search": "local", "entity_seeds": "mmr", "question_mentions": False}
-STRATEGY_PARAMS = {
-    "naive": {"top_k"},
-    "ket": {"theta", "skeleton", "bipartite", "top_entities", "skeleton_search"},
-    "knng": {"top_k", "skeleton"},
-    "hybrid": {"theta", "skeleton", "top_entities"},
-    "hugrag": {"hierarchy", "seed_entities", "seed_modules", "mmr_lambda", "semantic_weight",
-               "hop_decay", "max_hops", "fan_out", "weights", "use_gates", "use_hierarchy",
-               "causal_filter", "filter_prompt", "entity_seeds"},
-    "bm25": set(),
-    "fusion": {"fuse", "rrf_k"},
-    "ppr": {"skeleton", "hierarchy", "entities"} | PPR_WALK,
-}
-# ``model`` and ``prompt`` serve every method: the extraction LLM also writes description
-# summaries and HugRAG's module summaries and gate checks.
-EXTRACTION_PARAMS = {
-    "llm": {"model", "prompt", "max_tokens", "max_entities", "max_relationships",
-            "keep_ungrounded"},
-    "nlp": {"model", "prompt", "pipeline"},
-    "hybrid": {"model", "prompt", "pipeline", "max_relationships"},
-}
-THETA_DEFAULTS = {"ket": 0.4, "hybrid": 0.5}  # KET-RAG's θ; Hybrid-RAG's equal split
+from kgrag.errors import KgragError
+from kgrag.spec.declarations import (
+    NO_DEFAULT,
+    STRATEGY_COMMON,
+    Config,
+    GraphRef,
+    Param,
+    Problem,
+    Strategy,
+    param_names,
+    sweep_keys,
+    variants,
+)
+
 COMMON_GRAPH = {"name", "kind"}
-COMMON_STRATEGY = {"name", "strategy", "budget_tokens", "questions"}
-
-Problem = tuple[tuple[Any, ...], str]
+COMMON_STRATEGY = {"name", "strategy"} | param_names(STRATEGY_COMMON)
 
 
-def reference_problems(raw: dict[str, Any], filled: dict[str, Any]) -> Iterator[Problem]:
+def declared() -> tuple[dict[str, Strategy], dict[str, Any], dict[str, Any]]:
+    """The registries: strategies, graph kinds and extraction methods. Imported here, when
+    a spec is checked, because they live beside their code."""
+    from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS
+    from kgrag.retrieval import STRATEGIES
+
+    return STRATEGIES, GRAPH_KINDS, EXTRACTION_METHODS
+
+
+def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
     """(key path, message) for every misplaced parameter or dangling graph reference.
 
     ``raw`` is what the user wrote (to see which parameters were set explicitly);
-    ``filled`` has the defaults (to see the effective θ).
+    ``filled`` has the defaults.
     """
+    from kgrag.pipeline.graph_kinds import EXTRACTION_COMMON
+
+    strategies, graph_kinds, methods = declared()
     method = filled["extraction"]["method"]
     yield from _misplaced(("extraction",), raw.get("extraction", {}),
-                          EXTRACTION_PARAMS[method] | {"method"}, f"extraction method {method}")
+                          param_names(methods[method].params + EXTRACTION_COMMON) | {"method"},
+                          f"extraction method {method}")
     kinds: dict[str, str] = {}
-    entries = {q["name"]: q["strategy"] for q in raw.get("query", [])}
     for i, graph in enumerate(raw.get("graphs", [])):
         if graph["name"] in kinds:
             yield ("graphs", i, "name"), f"duplicate graph name '{graph['name']}'"
         kinds[graph["name"]] = graph["kind"]
-        yield from _misplaced(("graphs", i), graph, GRAPH_PARAMS[graph["kind"]] | COMMON_GRAPH,
+        kind = graph_kinds[graph["kind"]]
+        yield from _misplaced(("graphs", i), graph, param_names(kind.params) | COMMON_GRAPH,
                               f"a {graph['kind']} graph")
-        if "gate_judge_similarity" in graph and graph.get("gate_judge") != "similarity":
-            yield (("graphs", i, "gate_judge_similarity"),
-                   ("gate_judge_similarity is the threshold of gate_judge: similarity; set "
-                   "that too, or drop it (the llm judge answers yes or no)"))
+        yield from kind.problems(i, graph)
     for i, (q_raw, q) in enumerate(zip(raw.get("query", []), filled["query"])):
-        strategy = q["strategy"]
-        what = f"strategy {strategy}"
-        if strategy in PPR_CHANNELS and not walks(q):
-            what += " unless {}: {}".format(*PPR_CHANNELS[strategy])
-        yield from _misplaced(("query", i), q_raw, strategy_params(q) | COMMON_STRATEGY, what)
-        yield from _seed_problems(i, q, method)
-        theta = q.get("theta", THETA_DEFAULTS.get(strategy, 0.0))
-        thetas = theta if isinstance(theta, list) else [theta]
-        if strategy == "ket" and walks(q) and max(thetas) == 0:
-            yield (("query", i, "skeleton_search"),
-                   ("skeleton_search ranks the skeleton channel, and theta 0 gives it no "
-                    "budget; raise theta or drop skeleton_search"))
-        wanted = []
-        if strategy in ("knng", "hybrid") or (strategy == "ket" and max(thetas) > 0):
-            wanted.append(("skeleton", "skeleton"))
-        if strategy == "ket" and min(thetas) < 1:
-            wanted.append(("bipartite", "bipartite"))
-        if strategy == "hugrag":
-            wanted.append(("hierarchy", "hierarchy"))
-        if strategy == "ppr":
-            named = [key for key in ("skeleton", "hierarchy", "entities") if q[key] is not None]
-            if len(named) != 1:
-                yield ("query", i), ("strategy ppr walks one graph: set one of 'skeleton', "
-                                     "'hierarchy' or 'entities' to the name of a graph build")
-            wanted += [(key, key) for key in named]
-        if strategy == "fusion":
-            yield from _fusion_problems(i, q_raw, entries)
-        for key, kind in wanted:
-            name = q[key]
-            if name is None:
-                yield ("query", i), _missing(strategy, key, kind, thetas)
-            elif kinds.get(name) != kind:
-                known = [g for g, k in kinds.items() if k == kind]
-                yield ("query", i, key), (f"no {kind} graph named '{name}' in graphs "
-                                          f"(known: {', '.join(known) or 'none'})")
+        strategy = strategies[q["strategy"]]
+        q = with_defaults(q, strategy.params_of(q))
+        yield from _misplaced_in_strategy(i, q_raw, q, strategy)
+        own = list(strategy.problems(i, q_raw, q, filled))
+        yield from own
+        if not own:  # an entry with its own problems may not say what it needs
+            yield from _graph_problems(i, q, strategy, kinds)
 
 
-def walks(query: dict[str, Any]) -> bool:
-    """Whether a strategy entry walks by personalised PageRank (ppr, or a ppr channel)."""
-    if query["strategy"] == "ppr":
-        return True
-    switch = PPR_CHANNELS.get(query["strategy"])
-    return switch is not None and query.get(switch[0]) == switch[1]
-
-
-def strategy_params(query: dict[str, Any]) -> set[str]:
-    """The parameters a strategy entry takes: its strategy's, and a walk's when it walks."""
-    return STRATEGY_PARAMS[query["strategy"]] | (PPR_WALK if walks(query) else set())
-
-
-def prune_defaults(filled: dict[str, Any]) -> dict[str, Any]:
+def prune_defaults(filled: Config) -> Config:
     """Drop the defaults the schema filled in for parameters that do not apply to an
-    item's kind, and the off values of ``OFF_VALUES``, so configs (and fingerprints)
-    carry only what an item uses, and fill θ, whose default depends on the strategy."""
-    graphs = [{k: v for k, v in g.items() if k in GRAPH_PARAMS[g["kind"]] | COMMON_GRAPH}
+    item's kind or strategy, and the ``off`` values, so configs (and fingerprints) carry
+    only what an item uses; fill the defaults that differ by strategy (θ)."""
+    strategies, graph_kinds, _ = declared()
+    graphs = [{k: v for k, v in g.items()
+               if k in param_names(graph_kinds[g["kind"]].params) | COMMON_GRAPH}
               for g in filled["graphs"]]
-    query = [{k: v for k, v in q.items()
-              if k in strategy_params(q) | COMMON_STRATEGY
-              and not (k in OFF_VALUES and v == OFF_VALUES[k])}
-             for q in filled["query"]]
-    for q in query:
-        if q["strategy"] in THETA_DEFAULTS:
-            q.setdefault("theta", THETA_DEFAULTS[q["strategy"]])
+    query = []
+    for q in filled["query"]:
+        params = STRATEGY_COMMON + strategies[q["strategy"]].params_of(q)
+        off = {p.name: p.off for p in params if p.off is not NO_DEFAULT}
+        entry = {k: v for k, v in q.items()
+                 if k in param_names(params) | COMMON_STRATEGY
+                 and not (k in off and v == off[k])}
+        query.append(with_defaults(entry, params))
     return {**filled, "graphs": graphs, "query": query}
 
 
-def _seed_problems(i: int, q: dict[str, Any], method: str) -> Iterator[Problem]:
-    """The question-mention options need the nlp extraction's pipeline, and the nearest-name
-    fallback needs mentions to link."""
-    if q.get("question_mentions") and method != "nlp":
-        yield ("query", i, "question_mentions"), (
-            "question_mentions finds mentions with the nlp extraction's spaCy pipeline; set "
-            "extraction: {method: nlp}")
-    if q.get("nearest_names") and not q.get("question_mentions"):
-        yield ("query", i, "nearest_names"), (
-            "nearest_names links question mentions no name matches; set question_mentions: "
-            "true")
+def with_defaults(entry: Config, params: tuple[Param, ...]) -> Config:
+    """``entry`` with the declared default of every parameter it leaves out (the schema
+    fills the defaults all strategies share; θ's differs by strategy)."""
+    return {**{p.name: p.default for p in params if p.default is not NO_DEFAULT}, **entry}
 
 
-def _fusion_problems(i: int, q: dict[str, Any], entries: dict[str, str]) -> Iterator[Problem]:
-    """``fuse`` must name two different entries that rank chunks."""
-    from kgrag.retrieval import RANKERS  # the strategies with a ranking, declared once there
-
-    rankers = sorted(RANKERS)
-    members = q.get("fuse")
-    if members is None:
-        yield ("query", i), "strategy fusion needs 'fuse': the names of two other query entries"
-        return
-    if len(set(members)) != len(members):
-        yield ("query", i, "fuse"), "fusion needs two different entries"
-    for j, member in enumerate(members):
-        if member not in entries:
-            yield ("query", i, "fuse", j), (f"no query entry named '{member}' (known: "
-                                            f"{', '.join(entries)})")
-        elif entries[member] not in rankers:
-            yield ("query", i, "fuse", j), (f"'{member}' is a {entries[member]} entry; fusion "
-                                            f"fuses rankings of {', '.join(rankers)} entries")
+def _misplaced_in_strategy(i: int, raw: Config, entry: Config, strategy: Strategy
+                           ) -> Iterator[Problem]:
+    allowed = param_names(strategy.params_of(entry)) | COMMON_STRATEGY
+    for key in raw:
+        if key in allowed:
+            continue
+        switches = [f"{g.switch}: {g.value}" for g in strategy.groups
+                    if key in param_names(g.params)]
+        unless = f" unless {' or '.join(switches)}" if switches else ""
+        yield ("query", i, key), f"'{key}' is not a parameter of strategy {strategy.name}{unless}"
 
 
-def _misplaced(path: tuple[Any, ...], item: dict[str, Any], allowed: set[str], what: str
+def _graph_problems(i: int, entry: Config, strategy: Strategy, kinds: dict[str, str]
+                    ) -> Iterator[Problem]:
+    """Every graph the entry needs, in every variant of its sweep, must be named and be a
+    build of that kind."""
+    refs: dict[str, GraphRef] = {}
+    for _, variant in variants(entry, sweep_keys(STRATEGY_COMMON + strategy.params_of(entry))):
+        try:
+            needs = strategy.needs(variant)
+        except KgragError:  # fusion's members are other entries, checked on their own
+            return
+        for need in needs.values():
+            if isinstance(need, GraphRef):
+                refs.setdefault(need.kind, need)
+    for key, need in refs.items():
+        name = entry.get(key)
+        if name is None:
+            yield ("query", i), (f"strategy {strategy.name} needs '{key}' ({need.why}): the "
+                                 f"name of a {key} graph")
+        elif kinds.get(name) != key:
+            known = [g for g, k in kinds.items() if k == key]
+            yield ("query", i, key), (f"no {key} graph named '{name}' in graphs "
+                                      f"(known: {', '.join(known) or 'none'})")
+
+
+def _misplaced(path: tuple[Any, ...], item: Config, allowed: set[str], what: str
                ) -> Iterator[Problem]:
     for key in item:
         if key not in allowed:
             yield (*path, key), f"'{key}' is not a parameter of {what}"
-
-
-def _missing(strategy: str, key: str, kind: str, thetas: list[float]) -> str:
-    if strategy == "ket":
-        why = "θ > 0 needs a skeleton" if kind == "skeleton" else "θ < 1 needs a bipartite graph"
-        return f"strategy ket with theta {thetas}: {why}; set '{key}' to a {kind} graph name"
-    return f"strategy {strategy} needs '{key}': the name of a {kind} graph"

@@ -23,7 +23,7 @@ import polars as pl
 from kgrag.errors import KgragError
 from kgrag.pipeline.registry import Counts, step_kind
 from kgrag.pipeline.runner import StepContext
-from kgrag.retrieval import STRATEGIES, Resources, uses_llm
+from kgrag.retrieval import STRATEGIES, Resources
 from kgrag.retrieval.units import CHUNKS_FILE, Units
 from kgrag.steps.corpus import QUESTIONS
 
@@ -37,12 +37,12 @@ SCHEMA = {"question_id": pl.String, "unit_ids": pl.List(pl.String),
 def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any,
                   prompt_style: str = "completion") -> Any:
     """Build the configured strategy from its artefact folders (by role)."""
-    strategy_type = STRATEGIES[config["strategy"]]
+    declared = STRATEGIES[config["strategy"]]
     resources = Resources(Units.load(inputs["chunks"] / CHUNKS_FILE), models.tokenizer,
-                          models.llm if uses_llm(config) else None, prompt_style,
+                          models.llm if declared.uses_llm(config) else None, prompt_style,
                           models.embedder, models.pipeline)
-    artefacts = {role: inputs[role] for role in strategy_type.needs(config)}
-    return strategy_type.load(config, artefacts, resources)
+    artefacts = {role: inputs[role] for role in declared.needs(config)}
+    return declared.runs.load(config, artefacts, resources)
 
 
 def filter_calls(config: dict[str, Any], counts: Counts) -> int | None:

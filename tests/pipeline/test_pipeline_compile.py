@@ -7,7 +7,7 @@ import pytest
 from kgrag import api
 from kgrag.errors import KgragError
 from kgrag.pipeline.artefacts import TEMP_PREFIX
-from kgrag.pipeline.compile import label, variants
+from kgrag.spec.declarations import label, variants
 from kgrag.spec.model import NAME_MAX
 from kgrag.spec.schema import SCHEMA
 from tests.conftest import write_spec
@@ -59,7 +59,7 @@ def test_a_theta_sweep_reuses_every_index_step(project):
 
 @pytest.mark.parametrize("graphs, query, message", [
     (GRAPHS, [{"name": "k", "strategy": "ket", "theta": 0.4, "bipartite": "kw"}],
-     "θ > 0 needs a skeleton"),
+     "strategy ket needs 'skeleton' (theta=0.4 gives the skeleton part of the budget)"),
     (GRAPHS, [{"name": "k", "strategy": "ket", "theta": 0, "bipartite": "nope"}],
      "no bipartite graph named 'nope'"),
     (GRAPHS, [{"name": "k", "strategy": "naive", "theta": 0.4}],
@@ -69,7 +69,8 @@ def test_a_theta_sweep_reuses_every_index_step(project):
     ([{"name": "s", "kind": "skeleton", "beta": 1.5}], [{"name": "t", "strategy": "naive"}],
      "graphs[0].beta: must be ≤ 1, got 1.5"),
     (GRAPHS, [{"name": "h", "strategy": "hugrag"}],
-     "strategy hugrag needs 'hierarchy': the name of a hierarchy graph"),
+     ("strategy hugrag needs 'hierarchy' (hugrag retrieves over a hierarchy build): the name "
+     "of a hierarchy graph")),
     (GRAPHS, [{"name": "h", "strategy": "hugrag", "hierarchy": "skel"}],
      "no hierarchy graph named 'skel'"),
     ([{"name": "h", "kind": "hierarchy", "tau": 1}], [{"name": "t", "strategy": "naive"}],

@@ -35,7 +35,7 @@ def test_bm25_fills_the_budget_in_rank_order():
     strategy = Bm25Strategy(Bm25Index(units()), units(), budget=20)
     context = strategy.retrieve("capital of France", np.zeros(2))
     assert context.unit_ids == ["c1", "c2"] and context.tokens == 20
-    assert Bm25Strategy.needs({}) == {}
+    assert STRATEGIES["bm25"].inputs({}) == {}
 
 
 def test_rrf_sums_reciprocal_ranks():
@@ -70,8 +70,8 @@ def test_fusion_loads_its_members_from_their_own_artefacts(tmp_path: Path):
     config = {"name": "rrf", "strategy": "fusion", "budget_tokens": 20, "rrf_k": 60,
               "fuse": [{"name": "a", "strategy": "bm25", "budget_tokens": 20},
                        {"name": "b", "strategy": "naive", "budget_tokens": 20, "top_k": None}]}
-    assert FusionStrategy.needs(config) == {"1.dense": "dense"}
-    strategy = STRATEGIES["fusion"].load({**config, "fuse": config["fuse"][:1] * 2}, {},
+    assert STRATEGIES["fusion"].inputs(config) == {"1.dense": "dense"}
+    strategy = STRATEGIES["fusion"].runs.load({**config, "fuse": config["fuse"][:1] * 2}, {},
                                          Resources(units(), tokenizer=None))
     assert strategy.retrieve("capital of France", np.zeros(2)).unit_ids == ["c1", "c2"]
 
@@ -82,4 +82,4 @@ def test_fusion_loads_its_members_from_their_own_artefacts(tmp_path: Path):
 ])
 def test_fusion_of_names_or_of_a_strategy_without_a_ranking_is_refused(fuse, message):
     with pytest.raises(KgragError, match=message):
-        FusionStrategy.needs({"name": "rrf", "fuse": fuse})
+        STRATEGIES["fusion"].inputs({"name": "rrf", "fuse": fuse})

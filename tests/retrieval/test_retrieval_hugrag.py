@@ -20,7 +20,7 @@ import pytest
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.models.llm import CachedLLM, LLMSettings
 from kgrag.models.registry import resolve_embedder
-from kgrag.retrieval import Resources
+from kgrag.retrieval import STRATEGIES, Resources
 from kgrag.retrieval.hugrag import (
     HugragGraph,
     HugragStrategy,
@@ -187,9 +187,9 @@ def test_ablations_switch_edges_and_the_filter(tmp_path: Path, tokenizer: Tokeni
     assert context.llm_calls == 0 and context.trace["filter"] == "off"
     assert not any(k.startswith("M") for k in context.trace["seeds"])
     assert "reached_without_gates" not in context.trace
-    assert HugragStrategy.needs({**CONFIG, "use_hierarchy": False}) == {
+    assert STRATEGIES["hugrag"].inputs({**CONFIG, "use_hierarchy": False}) == {
         "hierarchy": "hierarchy.g", "dense": "dense"}
-    assert HugragStrategy.needs(CONFIG) == {"hierarchy": "hierarchy.g", "dense": "dense",
+    assert STRATEGIES["hugrag"].inputs(CONFIG) == {"hierarchy": "hierarchy.g", "dense": "dense",
                                             "summaries": "summaries.g", "gates": "gates.g"}
 
 
@@ -225,7 +225,7 @@ def ppr_seeded(tokenizer: Tokenizer) -> HugragStrategy:
 
 def test_ppr_entity_seeds_start_from_the_entity_the_question_names(tmp_path: Path,
                                                                    tokenizer: Tokenizer) -> None:
-    assert HugragStrategy.needs({**CONFIG, "entity_seeds": "ppr"})["chunks"] == "chunks"
+    assert STRATEGIES["hugrag"].inputs({**CONFIG, "entity_seeds": "ppr"})["chunks"] == "chunks"
     question = "Who is Gamma?"
     mmr = strategy(tmp_path, tokenizer, causal_filter=False).retrieve(
         question, VECTOR)

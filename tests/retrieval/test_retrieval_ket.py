@@ -94,7 +94,7 @@ def config(theta: float, budget: int, **kwargs) -> dict:
 def strategy(folders, tokenizer, theta: float, budget: int) -> KetStrategy:
     """Loaded as the retrieve step does: only the artefacts ``needs`` names."""
     cfg = config(theta, budget)
-    artefacts = {role: folders[role] for role in KetStrategy.needs(cfg)}
+    artefacts = {role: folders[role] for role in STRATEGIES["ket"].needs(cfg)}
     return KetStrategy.load(cfg, artefacts, Resources(units_of(tokenizer, CHUNKS), tokenizer))
 
 
@@ -107,7 +107,7 @@ def keyword_part(text: str) -> list[str]:
 
 
 def test_registered():
-    assert STRATEGIES["ket"] is KetStrategy
+    assert STRATEGIES["ket"].runs is KetStrategy
 
 
 def test_fixture_sizes(tokenizer):
@@ -116,22 +116,22 @@ def test_fixture_sizes(tokenizer):
 
 
 def test_needs_follow_theta():
-    assert KetStrategy.needs(config(0.4, 100)) == {"skeleton": "skeleton.s",
+    assert STRATEGIES["ket"].inputs(config(0.4, 100)) == {"skeleton": "skeleton.s",
                                                    "bipartite": "bipartite.b"}
-    assert KetStrategy.needs(config(0.0, 100, skeleton=None)) == {"bipartite": "bipartite.b"}
-    assert KetStrategy.needs(config(1.0, 100, bipartite=None)) == {"skeleton": "skeleton.s"}
+    assert STRATEGIES["ket"].inputs(config(0.0, 100, skeleton=None)) == {"bipartite": "bipartite.b"}
+    assert STRATEGIES["ket"].inputs(config(1.0, 100, bipartite=None)) == {"skeleton": "skeleton.s"}
 
 
 @pytest.mark.parametrize(("theta", "missing"), [(0.4, "skeleton"), (1.0, "skeleton"),
                                                 (0.4, "bipartite"), (0.0, "bipartite")])
 def test_needs_refuses_a_missing_graph(theta, missing):
     with pytest.raises(KgragError, match=missing):
-        KetStrategy.needs(config(theta, 100, **{missing: None}))
+        STRATEGIES["ket"].inputs(config(theta, 100, **{missing: None}))
 
 
 def test_needs_refuses_theta_outside_0_1():
     with pytest.raises(KgragError, match="theta"):
-        KetStrategy.needs(config(1.5, 100))
+        STRATEGIES["ket"].inputs(config(1.5, 100))
 
 
 def test_pool_stops_before_it_would_pass_the_limit(folders, tokenizer):
@@ -231,7 +231,7 @@ PPR = {"skeleton_search": "ppr", "damping": 0.5, "max_iterations": 50, "dense_se
 
 def ppr_strategy(folders, tokenizer, theta: float, budget: int) -> KetStrategy:
     cfg = config(theta, budget, **PPR)
-    artefacts = {role: folders[role] for role in KetStrategy.needs(cfg)}
+    artefacts = {role: folders[role] for role in STRATEGIES["ket"].needs(cfg)}
     return KetStrategy.load(cfg, artefacts, Resources(units_of(tokenizer, CHUNKS), tokenizer))
 
 
@@ -241,9 +241,9 @@ def ppr_folders(folders, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 
 def test_the_ppr_skeleton_channel_reads_the_extraction_not_the_skeleton():
-    assert KetStrategy.needs(config(0.4, 100, **PPR)) == {
+    assert STRATEGIES["ket"].inputs(config(0.4, 100, **PPR)) == {
         "graph": "extract.s", "dense": "dense", "chunks": "chunks", "bipartite": "bipartite.b"}
-    assert KetStrategy.needs(config(0.0, 100, **PPR)) == {"bipartite": "bipartite.b"}
+    assert STRATEGIES["ket"].inputs(config(0.0, 100, **PPR)) == {"bipartite": "bipartite.b"}
 
 
 def test_the_ppr_channel_ranks_the_skeleton_by_the_walk_within_the_theta_split(ppr_folders,

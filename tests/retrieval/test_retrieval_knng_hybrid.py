@@ -57,12 +57,14 @@ def load(cls, folders, tokenizer, **config):
     # what a spec fills in for these strategies (hybrid's θ default is 0.5)
     config = {"name": "x", "skeleton": "s", "top_k": None, "top_entities": 10, "theta": 0.5,
               **config}
-    artefacts = {role: folders[role] for role in cls.needs(config)}
+    declared = next(d for d in STRATEGIES.values() if d.runs is cls)
+    artefacts = {role: folders[role] for role in declared.needs(config)}
     return cls.load(config, artefacts, Resources(units_of(tokenizer, ALL_CHUNKS), tokenizer))
 
 
 def test_registered():
-    assert STRATEGIES["knng"] is KnngStrategy and STRATEGIES["hybrid"] is HybridStrategy
+    assert STRATEGIES["knng"].runs is KnngStrategy
+    assert STRATEGIES["hybrid"].runs is HybridStrategy
 
 
 def test_fixture_sizes(tokenizer):
@@ -72,10 +74,10 @@ def test_fixture_sizes(tokenizer):
 # --- knng ---------------------------------------------------------------------------
 
 def test_knng_needs_the_dense_index_and_a_knn_graph():
-    assert KnngStrategy.needs({"name": "x", "skeleton": "s"}) == {"dense": "dense",
+    assert STRATEGIES["knng"].inputs({"name": "x", "skeleton": "s"}) == {"dense": "dense",
                                                                    "knn": "core.s"}
     with pytest.raises(KgragError, match="skeleton"):
-        KnngStrategy.needs({"name": "x", "skeleton": None})
+        STRATEGIES["knng"].inputs({"name": "x", "skeleton": None})
 
 
 def test_knng_puts_each_seeds_neighbours_right_after_it(folders, tokenizer):
@@ -108,12 +110,12 @@ def test_knng_refuses_a_graph_over_other_chunks(folders, tokenizer, tmp_path):
 # --- hybrid -------------------------------------------------------------------------
 
 def test_hybrid_needs_the_dense_index_and_the_skeleton():
-    assert HybridStrategy.needs({"name": "x", "skeleton": "s", "theta": 0.5}) == {
+    assert STRATEGIES["hybrid"].inputs({"name": "x", "skeleton": "s", "theta": 0.5}) == {
         "dense": "dense", "skeleton": "skeleton.s"}
     with pytest.raises(KgragError, match="skeleton"):
-        HybridStrategy.needs({"name": "x", "skeleton": None, "theta": 0.5})
+        STRATEGIES["hybrid"].inputs({"name": "x", "skeleton": None, "theta": 0.5})
     with pytest.raises(KgragError, match="theta"):
-        HybridStrategy.needs({"name": "x", "skeleton": "s", "theta": -0.1})
+        STRATEGIES["hybrid"].inputs({"name": "x", "skeleton": "s", "theta": -0.1})
 
 
 def test_hybrid_splits_the_budget_and_gives_the_skeletons_leftover_to_dense(folders,

@@ -22,7 +22,7 @@ import pytest
 
 from kgrag.errors import KgragError
 from kgrag.models.pipelines import resolve_pipeline
-from kgrag.retrieval import Resources
+from kgrag.retrieval import STRATEGIES, Resources
 from kgrag.retrieval.ppr import (
     NO_SEED,
     EntityGraph,
@@ -179,11 +179,11 @@ def test_load_reads_a_build_folder(tmp_path: Path):
     folders = write_indexes(tmp_path, *tables())
     # a skeleton is read at its extraction (no need of its vectors), a hierarchy at its
     # canonical entities
-    assert PprStrategy.needs(CONFIG) == {"graph": "extract.skel", "dense": "dense",
+    assert STRATEGIES["ppr"].inputs(CONFIG) == {"graph": "extract.skel", "dense": "dense",
                                          "chunks": "chunks"}
-    assert PprStrategy.needs({**CONFIG, "skeleton": None, "hierarchy": "h"})["graph"] == \
+    assert STRATEGIES["ppr"].inputs({**CONFIG, "skeleton": None, "hierarchy": "h"})["graph"] == \
         "hierarchy.h"
-    assert PprStrategy.needs({**CONFIG, "skeleton": None, "entities": "e"})["graph"] == \
+    assert STRATEGIES["ppr"].inputs({**CONFIG, "skeleton": None, "entities": "e"})["graph"] == \
         "extract.e"
     loaded = PprStrategy.load(CONFIG, folders, resources())
     assert loaded.retrieve(QUESTION, QUESTION_VECTOR).unit_ids == ["c1", "c2"]
@@ -197,7 +197,7 @@ def test_a_graph_without_entities_or_a_bad_damping_is_refused(tmp_path: Path):
     with pytest.raises(KgragError, match="damping"):
         PprStrategy.load({**CONFIG, "damping": 1.0}, folders, resources())
     with pytest.raises(KgragError, match="exactly one"):
-        PprStrategy.needs({**CONFIG, "hierarchy": "h"})
+        STRATEGIES["ppr"].inputs({**CONFIG, "hierarchy": "h"})
 
 
 def test_specific_steps_weight_mention_edges_by_the_entity_specificity():

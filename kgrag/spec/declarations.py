@@ -1,0 +1,189 @@
+"""Declarations: what a query strategy, a graph kind or an extraction method takes.
+
+Each strategy, graph kind and extraction method is declared once, beside its code, as
+one of the records below: its parameters (JSON-Schema fragment, default, description),
+the artefacts it reads and its own checks. Everything else is derived from these
+records: the spec schema's ``strategy``, ``graph`` and ``extraction`` definitions
+(``kgrag.spec.generate``), the check that a parameter applies to what it is set on and
+that a strategy names the graphs it needs (``kgrag.spec.references``), and the plan's
+steps (``kgrag.pipeline.compile``).
+
+Why plain records and the JSON Schema rather than pydantic models: the one validator
+stays jsonschema, whose errors carry key paths that ``kgrag.spec.load`` maps to YAML
+lines and reports all at once, and configs stay the plain dicts every fingerprint is
+computed from. The schema is generated from these records and a test checks that the
+published file is current, so editors keep ``schemas/pipeline.schema.json``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgrag.errors import KgragError
+
+Config = dict[str, Any]
+Problem = tuple[tuple[Any, ...], str]  # (key path, message)
+NO_DEFAULT = object()  # a parameter whose absence is meaningful (e.g. ``questions``)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter.
+
+    ``schema`` is the JSON-Schema fragment of one value; ``sweep`` also accepts a list of
+    such values, every one of which is run (a sweep). ``off`` marks a parameter added
+    after specs landed: that value is dropped from configs, so the fingerprints of specs
+    that do not use the parameter stay as they were.
+    """
+
+    name: str
+    schema: Mapping[str, Any]
+    description: str
+    default: Any = NO_DEFAULT
+    sweep: bool = False
+    off: Any = NO_DEFAULT
+
+
+@dataclass(frozen=True)
+class GraphRef:
+    """An artefact of the graph build that a strategy's ``kind`` key names: the step
+    ``artefact`` of that build (``skeleton``, ``core``, ``extract``, ``gates``…). ``why``
+    says, in an error, why the strategy needs the graph."""
+
+    kind: str
+    artefact: str
+    why: str
+
+
+Need = str | GraphRef  # a plan-level artefact ("chunks", "dense") or a graph build's
+
+
+def step_name(artefact: str, build: str) -> str:
+    """The step of graph build ``build`` (a variant's label) that writes ``artefact``."""
+    return f"{artefact}.{build}"
+
+
+def resolve(need: Need, config: Config) -> str:
+    """The step a strategy's need names: a plan-level artefact as it is, a graph artefact in
+    the build its config names (or a clear error: specs are checked earlier, this guards
+    API users)."""
+    if isinstance(need, str):
+        return need
+    build = config.get(need.kind)
+    if build is None:
+        raise KgragError(f"strategy {config['name']!r}: {need.why}, so '{need.kind}' must "
+                         f"name a {need.kind} graph build")
+    return step_name(need.artefact, build)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Parameters that apply only while ``switch`` is ``value`` (a ppr channel's walk)."""
+
+    switch: str
+    value: Any
+    params: tuple[Param, ...]
+
+
+def _no_problems(index: int, raw: Config, filled: Config, spec: Config) -> Iterator[Problem]:
+    return iter(())
+
+
+def _never(config: Config) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A query strategy.
+
+    ``runs`` is the class that retrieves (``load(config, artefacts, resources)``,
+    ``retrieve(question, vector)``, and ``ranking`` when it ranks chunks, which lets
+    ``fusion`` fuse it). ``needs(config)`` maps each input role to the artefact it reads.
+    ``problems(index, raw entry, filled entry, filled spec)`` yields the strategy's own
+    spec checks; ``uses_llm(config)`` says whether it calls the LLM while retrieving;
+    ``evaluated(config)`` names graph artefacts its structural metrics read.
+    """
+
+    name: str
+    summary: str
+    params: tuple[Param, ...]
+    runs: type
+    needs: Callable[[Config], dict[str, Need]]
+    groups: tuple[Group, ...] = ()
+    problems: Callable[[int, Config, Config, Config], Iterator[Problem]] = _no_problems
+    uses_llm: Callable[[Config], bool] = _never
+    evaluated: Callable[[Config], dict[str, GraphRef]] = field(default=lambda config: {})
+
+    def inputs(self, config: Config) -> dict[str, str]:
+        """The step each input role reads, for a concrete config."""
+        return {role: resolve(need, config) for role, need in self.needs(config).items()}
+
+    def params_of(self, config: Config) -> tuple[Param, ...]:
+        """The parameters an entry takes: the strategy's, and each group's that is on."""
+        extra = tuple(p for g in self.groups if config.get(g.switch) == g.value
+                      for p in g.params)
+        return self.params + extra
+
+    def all_params(self) -> tuple[Param, ...]:
+        return self.params + tuple(p for g in self.groups for p in g.params)
+
+
+@dataclass(frozen=True)
+class GraphKind:
+    """A graph kind: its parameters, and ``build(plan, label, config, build_context)``,
+    which adds the steps of one build variant to the plan."""
+
+    name: str
+    summary: str
+    params: tuple[Param, ...]
+    build: Callable[..., None]
+    problems: Callable[[int, Config], Iterator[Problem]] = field(
+        default=lambda index, graph: iter(()))
+
+
+@dataclass(frozen=True)
+class ExtractionMethod:
+    """An extraction method: its parameters, and ``config(settings, models, llm_work)``,
+    the ``extract`` steps' config (what their fingerprints cover)."""
+
+    name: str
+    summary: str
+    params: tuple[Param, ...]
+    config: Callable[..., Config]
+
+
+def param_names(params: tuple[Param, ...]) -> set[str]:
+    return {p.name for p in params}
+
+
+# Every strategy takes these besides its own (``name`` and ``strategy`` are the entry's).
+STRATEGY_COMMON = (
+    Param("budget_tokens", {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+          "Context budget λ in tokens.", default=2000, sweep=True),
+    Param("questions", {"type": "integer", "minimum": 1},
+          "Retrieve for the first N questions only, for a strategy whose per-question LLM "
+          "call (hugrag's causal filter) does not fit the run for every question; its "
+          "metrics average over those N. Absent: every question."),
+)
+
+
+def variants(item: Config, keys: tuple[str, ...]) -> list[tuple[Config, Config]]:
+    """(swept values, concrete config) for every combination of the list-valued ``keys``."""
+    swept = [k for k in keys if isinstance(item.get(k), list)]
+    combos = itertools.product(*(item[k] for k in swept))
+    return [(dict(zip(swept, c)), {**item, **dict(zip(swept, c))}) for c in combos]
+
+
+def label(name: str, chosen: Config) -> str:
+    """A sweep variant's name: ``<name>@key=value,…`` (no brackets: they are glob
+    characters to parquet readers)."""
+    return name + (f"@{','.join(f'{k}={v}' for k, v in chosen.items())}" if chosen else "")
+
+
+def sweep_keys(params: tuple[Param, ...]) -> tuple[str, ...]:
+    """The parameters among ``params`` that take a list of values to sweep."""
+    return tuple(p.name for p in params if p.sweep)
