@@ -31,8 +31,11 @@ def cache(tmp_path: Path) -> CallCache:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "proj")
+
+
+def make_project(root: Path) -> Path:
     """A project root (it holds pyproject.toml) with a specs/ folder and a small corpus."""
-    root = tmp_path / "proj"
     (root / "specs").mkdir(parents=True)
     (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     lines = (SHARED_DATA / "musique_200.jsonl").read_text().splitlines()[:3]
