@@ -22,6 +22,18 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+@pytest.fixture(autouse=True)
+def real_llms_only_in_integration(request: pytest.FixtureRequest,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that loads a real llama.cpp model takes minutes, so it must be marked
+    ``integration``; any other test that tries to load one fails here."""
+    if request.node.get_closest_marker("integration") is None:
+        def refuse() -> None:
+            raise AssertionError("this test loads a real LLM: mark it @pytest.mark.integration")
+
+        monkeypatch.setattr("kgrag.models.llm._aligned_llama", refuse)
+
+
 @pytest.fixture
 def cache(tmp_path: Path) -> CallCache:
     c = CallCache(tmp_path / "calls")
@@ -31,8 +43,11 @@ def cache(tmp_path: Path) -> CallCache:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "proj")
+
+
+def make_project(root: Path) -> Path:
     """A project root (it holds pyproject.toml) with a specs/ folder and a small corpus."""
-    root = tmp_path / "proj"
     (root / "specs").mkdir(parents=True)
     (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     lines = (SHARED_DATA / "musique_200.jsonl").read_text().splitlines()[:3]

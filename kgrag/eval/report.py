@@ -3,46 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
-from kgrag.errors import KgragError
-from kgrag.eval.metrics import (
-    Span,
-    context_recall,
-    covers,
-    exact_match,
-    f1_score,
-    percentile,
-    recall_at_k,
-)
-
-
-@dataclass(frozen=True)
-class EvidenceSpans:
-    """Where chunks and gold sentences sit in their documents: id → (doc_id, start, end).
-
-    ``context_recall`` compares these instead of texts, so it is exact and
-    needs neither an LLM nor string matching.
-    """
-
-    chunks: Mapping[str, Span]
-    sentences: Mapping[str, Span]
-
-    @classmethod
-    def from_frames(cls, chunks: pl.DataFrame, sentences: pl.DataFrame) -> EvidenceSpans:
-        """Build from the chunks table and the corpus' sentences table (both carry
-        ``doc_id``, ``start``, ``end`` and their own id column)."""
-
-        def spans(frame: pl.DataFrame, key: str) -> dict[str, Span]:
-            return dict(zip(frame[key].to_list(),
-                            zip(frame["doc_id"].to_list(), frame["start"].to_list(),
-                                frame["end"].to_list())))
-
-        return cls(spans(chunks, "chunk_id"), spans(sentences, "sentence_id"))
+from kgrag.eval.metrics import percentile
+from kgrag.eval.registry import EvidenceSpans, StrategyRun, score_strategy
 
 
 def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.DataFrame,
@@ -63,20 +30,8 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     answer_of = {} if answers is None else dict(zip(answers["question_id"], answers["answer"]))
     answered = [(answer_of[q], g) for q, g in zip(table["question_id"], golds) if q in answer_of]
     row["n_answered"] = len(answered)
-    for metric in metrics:
-        if metric == "em":
-            row["em"] = _mean([exact_match(a, g) for a, g in answered])
-        elif metric == "f1":
-            row["f1"] = _mean([f1_score(a, g) for a, g in answered])
-        elif metric == "coverage":
-            row["coverage"] = _mean([covers(c, g) for c, g in zip(table["context"], golds)])
-        elif metric == "context_recall":
-            row["context_recall"] = _context_recall(table, spans)
-        else:
-            k = int(metric.split("@", 1)[1])
-            values = [recall_at_k(d, s, k) for d, s in zip(table["doc_ids"].to_list(),
-                                                           table["supporting_doc_ids"].to_list())]
-            row[metric] = _mean([v for v in values if v is not None])
+    run = StrategyRun(table, answered, spans)
+    row.update({metric: score_strategy(metric, run) for metric in metrics})
     latencies = table["retrieval_ms"].to_list()
     row.update(
         retrieval_ms_p50=round(percentile(latencies, 50), 3),
@@ -91,30 +46,6 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     )
     row["llm_calls_per_query"] = round(row["llm_calls"] / max(1, table.height), 3)
     return row
-
-
-def _context_recall(table: pl.DataFrame, spans: EvidenceSpans | None) -> float | None:
-    """Mean context recall over the questions with gold sentences; retrieved ids that are
-    not chunks (KET-RAG sub-chunks, for instance) carry no span and are ignored."""
-    if spans is None:
-        raise ValueError("metric context_recall needs the chunk and sentence spans")
-    values = []
-    for unit_ids, gold in zip(table["unit_ids"].to_list(), table["gold_sentence_ids"].to_list()):
-        missing = [sentence_id for sentence_id in gold if sentence_id not in spans.sentences]
-        if missing:
-            raise KgragError(
-                f"gold sentence ids {', '.join(missing[:3])} are in questions.parquet but not "
-                "in sentences.parquet of the same corpus step; rerun it with --force corpus"
-            )
-        value = context_recall([spans.chunks[u] for u in unit_ids if u in spans.chunks],
-                               [spans.sentences[sentence_id] for sentence_id in gold])
-        if value is not None:
-            values.append(value)
-    return _mean(values)
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return round(sum(values) / len(values), 4) if values else None
 
 
 COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "context_recall", "reachability",

@@ -8,14 +8,15 @@ the next run deletes), and resuming is just "reuse what exists".
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from filelock import FileLock, Timeout
 
 from kgrag.errors import KgragError
 
@@ -67,11 +68,10 @@ def remove_stale_temps(run_dir: Path) -> None:
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold an exclusive lock on a run folder; a second run fails fast with a clear message."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    handle: IO[str] = open(run_dir / ".lock", "a+")  # noqa: SIM115 (held across the yield)
+    lock = FileLock(run_dir / ".lock", timeout=0)
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
+        lock.acquire()
+    except Timeout:
         raise KgragError(
             f"{run_dir} is locked by another kgrag run; wait for it to finish "
             "(or stop it) and try again"
@@ -79,5 +79,4 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
+        lock.release()

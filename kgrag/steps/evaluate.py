@@ -1,8 +1,9 @@
 """Step ``evaluate``: one metrics row per query strategy and one cost row per graph build
 → metrics.json.
 
-``context_recall`` reads the chunk spans and the corpus' gold sentence spans
-only when it is asked for, so other evaluations stay as cheap as before. A
+Each requested metric is looked up in ``kgrag.eval.registry``, and the step reads
+what a requested metric reads only then: the chunk spans and the corpus' gold
+sentence spans for ``context_recall``, so other evaluations stay as cheap as before. A
 ``hugrag`` row on a corpus with gold sentences also gets HugRAG's structural
 metrics (App. E, ``kgrag.eval.structure``), from the entities of its hierarchy
 build and the expansions its retrieval traced.
@@ -25,9 +26,9 @@ from typing import Any
 import polars as pl
 
 from kgrag.corpus.corpus import empty_triples
-from kgrag.eval.builds import build_row, extraction_figures
-from kgrag.eval.gold import gold_scores
-from kgrag.eval.report import EvidenceSpans, strategy_row
+from kgrag.eval.builds import build_row
+from kgrag.eval.registry import EvidenceSpans, ExtractionBuild, Metric, lookup
+from kgrag.eval.report import strategy_row
 from kgrag.eval.structure import gold_nodes, structural_metrics
 from kgrag.pipeline.artefacts import BUILD_RECORD
 from kgrag.pipeline.registry import step_kind
@@ -41,10 +42,6 @@ from kgrag.steps.retrieve import RETRIEVED
 from kgrag.steps.skeleton import EXTRACTIONS
 
 METRICS = "metrics.json"
-EXTRACTION = "extraction"
-# per-question gold a metric reads: (questions column, its name in messages)
-GOLD = {"recall@": ("supporting_doc_ids", "supporting documents"),
-        "context_recall": ("gold_sentence_ids", "gold sentences")}
 log = logging.getLogger(__name__)
 
 
@@ -52,14 +49,15 @@ log = logging.getLogger(__name__)
 def evaluate(ctx: StepContext) -> None:
     questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
     sentences = pl.read_parquet(ctx.input("corpus") / SENTENCES)
+    requested = {name: lookup(name)[0] for name in ctx.config["metrics"]}
     spans = None
-    if "context_recall" in ctx.config["metrics"]:
+    if any(metric.reads == "spans" for metric in requested.values()):
         chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE,
                                  columns=["chunk_id", "doc_id", "start", "end"])
         spans = EvidenceSpans.from_frames(chunks, sentences)
     gold_of: dict[Path, dict[str, set[str]]] = {}  # per hierarchy build, computed once
-    per_strategy = [m for m in ctx.config["metrics"] if m != EXTRACTION]
-    _say_missing_gold(ctx, per_strategy, questions)
+    per_strategy = [name for name, metric in requested.items() if not metric.per_build]
+    _say_missing_gold(ctx, {name: requested[name] for name in per_strategy}, questions)
     rows = []
     for strategy in ctx.config["strategies"]:
         name = strategy["name"]
@@ -80,23 +78,24 @@ def evaluate(ctx: StepContext) -> None:
     builds = [build_row(b["graph"], b["kind"], [_build_record(ctx.input(f"build.{step}"))
                                                 for step in b["steps"]])
               for b in ctx.config["builds"]]
-    if EXTRACTION in ctx.config["metrics"]:
-        _extraction_rows(ctx, builds)
+    per_build = [metric for metric in requested.values() if metric.per_build]
+    if per_build:
+        _build_metrics(ctx, builds, per_build)
     result = {"dataset": ctx.config["dataset"], "n_questions": questions.height, "rows": rows,
               "builds": builds}
     (ctx.out_dir / METRICS).write_text(json.dumps(result, indent=2) + "\n")
 
 
-def _say_missing_gold(ctx: StepContext, metrics: list[str], questions: pl.DataFrame) -> None:
+def _say_missing_gold(ctx: StepContext, metrics: dict[str, Metric],
+                      questions: pl.DataFrame) -> None:
     """Say which metrics lack the gold they read: recall@k reads the questions' supporting
     documents, context_recall their gold sentences. A metric no question has gold for is
     reported as missing (a warning, and a note in the manifest); one only some questions
     have gold for averages over those, and the note says over how many."""
-    for metric in metrics:
-        family = "recall@" if metric.startswith("recall@") else metric
-        if family not in GOLD:
+    for metric, registered in metrics.items():
+        if registered.gold is None:
             continue
-        column, gold = GOLD[family]
+        column, gold = registered.gold
         have = questions.filter(pl.col(column).list.len() > 0).height
         if have == 0:
             ctx.notes[metric] = (f"not reported: no question has {gold} (a questions file "
@@ -122,9 +121,10 @@ def _gold_nodes(graph: Path, questions: pl.DataFrame, sentences: pl.DataFrame
             for qid, ids in questions.select("question_id", "gold_sentence_ids").iter_rows()}
 
 
-def _extraction_rows(ctx: StepContext, builds: list[dict[str, Any]]) -> None:
-    """Add extraction figures, and gold-triple recall where there are gold triples, to
-    the row of every build with an ``extract`` step."""
+def _build_metrics(ctx: StepContext, builds: list[dict[str, Any]],
+                     metrics: list[Metric]) -> None:
+    """Add the build ``metrics`` (each reads one build's extraction) to the row of every
+    build with an ``extract`` step."""
     triples_file = ctx.input("corpus") / TRIPLES
     triples = pl.read_parquet(triples_file) if triples_file.exists() else empty_triples()
     if not triples_file.exists():
@@ -142,12 +142,11 @@ def _extraction_rows(ctx: StepContext, builds: list[dict[str, Any]]) -> None:
         folder, record = ctx.input(f"build.{step}"), _build_record(ctx.input(f"build.{step}"))
         counts = pl.read_parquet(folder / EXTRACTIONS)
         llm = None if record is None else record["llm"]
-        row.update(extraction_figures(
+        extraction = ExtractionBuild(
             counts, None if record is None else record["wall_s"],
-            None if llm is None else llm["tokens_in"] + llm["tokens_out"]))
-        if triples.is_empty():
-            row["gold_triples"] = 0
-            continue
-        extracted = {chunk: units[chunk] for chunk in counts["chunk_id"]}
-        row.update(gold_scores(triples, extracted, pl.read_parquet(folder / ENTITIES_FILE),
-                               pl.read_parquet(folder / RELATIONSHIPS_FILE)).as_row())
+            None if llm is None else llm["tokens_in"] + llm["tokens_out"],
+            {chunk: units[chunk] for chunk in counts["chunk_id"]},
+            pl.read_parquet(folder / ENTITIES_FILE), pl.read_parquet(folder / RELATIONSHIPS_FILE),
+            triples)
+        for metric in metrics:
+            row.update(metric.score(extraction))

@@ -15,7 +15,8 @@ from kgrag.eval.metrics import (
     percentile,
     recall_at_k,
 )
-from kgrag.eval.report import EvidenceSpans, format_table, strategy_row
+from kgrag.eval.registry import EvidenceSpans
+from kgrag.eval.report import format_table, strategy_row
 
 
 def test_squad_normalisation():

@@ -1,0 +1,182 @@
+"""The metrics a spec's ``evaluate.metrics`` may name, each registered once with what it
+reads.
+
+A strategy metric scores one strategy's run (``StrategyRun``) as one mean, over the
+questions it applies to; a build metric adds columns to the row of every graph build it
+applies to. The ``evaluate`` step looks each requested name up here and loads an input
+only when a requested metric reads it, so a new metric (Hit, Macro-F1) is one function
+registered with ``@metric``; the schema's ``evaluate.metrics`` pattern names the same
+set (a test holds them equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import polars as pl
+
+from kgrag.errors import KgragError
+from kgrag.eval.builds import extraction_figures
+from kgrag.eval.gold import gold_scores
+from kgrag.eval.metrics import Span, context_recall, covers, exact_match, f1_score, recall_at_k
+
+Reads = Literal["answers", "context", "documents", "spans", "extraction"]
+"""What a metric reads besides the questions: the generated answers; the retrieved
+context text; the retrieved documents in rank order; the retrieved chunks' and the gold
+sentences' spans (``EvidenceSpans``); or, for a build metric, one build's extraction
+(``ExtractionBuild``)."""
+
+
+@dataclass(frozen=True)
+class EvidenceSpans:
+    """Where chunks and gold sentences sit in their documents: id → (doc_id, start, end).
+
+    ``context_recall`` compares these instead of texts, so it is exact and
+    needs neither an LLM nor string matching.
+    """
+
+    chunks: Mapping[str, Span]
+    sentences: Mapping[str, Span]
+
+    @classmethod
+    def from_frames(cls, chunks: pl.DataFrame, sentences: pl.DataFrame) -> EvidenceSpans:
+        """Build from the chunks table and the corpus' sentences table (both carry
+        ``doc_id``, ``start``, ``end`` and their own id column)."""
+
+        def spans(frame: pl.DataFrame, key: str) -> dict[str, Span]:
+            return dict(zip(frame[key].to_list(),
+                            zip(frame["doc_id"].to_list(), frame["start"].to_list(),
+                                frame["end"].to_list())))
+
+        return cls(spans(chunks, "chunk_id"), spans(sentences, "sentence_id"))
+
+
+@dataclass(frozen=True)
+class StrategyRun:
+    """What a strategy metric scores: the questions joined with what the strategy
+    retrieved for them (``table``), the answered ones as (answer, gold answers) pairs,
+    and the spans, present when a requested metric reads them."""
+
+    table: pl.DataFrame
+    answered: list[tuple[str, list[str]]]
+    spans: EvidenceSpans | None
+
+
+@dataclass(frozen=True)
+class ExtractionBuild:
+    """What a build metric reads of one build's extract step: its per-chunk counts, its
+    wall seconds and LLM tokens (None when its record is unknown), the chunks it
+    extracted (id → text), its merged tables and the corpus' gold triples."""
+
+    counts: pl.DataFrame
+    wall_s: float | None
+    llm_tokens: int | None
+    chunks: Mapping[str, str]
+    entities: pl.DataFrame
+    relationships: pl.DataFrame
+    triples: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A registered metric. ``name`` ending in ``@`` is a family taking a cut-off
+    (``recall@5``), passed to ``score`` as ``k``; ``gold`` names the questions column
+    it reads and how messages call it, for metrics that only some corpora support."""
+
+    name: str
+    reads: Reads
+    score: Callable[..., Any]
+    gold: tuple[str, str] | None = None
+
+    @property
+    def per_build(self) -> bool:
+        return self.reads == "extraction"
+
+
+METRICS: dict[str, Metric] = {}
+
+
+def metric(name: str, reads: Reads, gold: tuple[str, str] | None = None
+           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as metric ``name``."""
+
+    def register(score: Callable[..., Any]) -> Callable[..., Any]:
+        METRICS[name] = Metric(name, reads, score, gold)
+        return score
+
+    return register
+
+
+def lookup(name: str) -> tuple[Metric, int | None]:
+    """The metric a spec names, and its cut-off: ``recall@5`` → (``recall@``, 5)."""
+    family, at, k = name.partition("@")
+    return METRICS[family + at], int(k) if at else None
+
+
+def score_strategy(name: str, run: StrategyRun) -> float | None:
+    """Strategy metric ``name`` of ``run``."""
+    found, k = lookup(name)
+    return found.score(run) if k is None else found.score(run, k=k)
+
+
+@metric("em", "answers")
+def _exact_match(run: StrategyRun) -> float | None:
+    return _mean([exact_match(a, g) for a, g in run.answered])
+
+
+@metric("f1", "answers")
+def _f1(run: StrategyRun) -> float | None:
+    return _mean([f1_score(a, g) for a, g in run.answered])
+
+
+@metric("coverage", "context")
+def _coverage(run: StrategyRun) -> float | None:
+    return _mean([covers(c, g) for c, g in zip(run.table["context"],
+                                               run.table["answers"].to_list())])
+
+
+@metric("recall@", "documents", gold=("supporting_doc_ids", "supporting documents"))
+def _recall(run: StrategyRun, k: int) -> float | None:
+    values = [recall_at_k(d, s, k) for d, s in zip(run.table["doc_ids"].to_list(),
+                                                   run.table["supporting_doc_ids"].to_list())]
+    return _mean([v for v in values if v is not None])
+
+
+@metric("context_recall", "spans", gold=("gold_sentence_ids", "gold sentences"))
+def _context_recall(run: StrategyRun) -> float | None:
+    """Mean context recall over the questions with gold sentences; retrieved ids that are
+    not chunks (KET-RAG sub-chunks, for instance) carry no span and are ignored."""
+    spans = run.spans
+    if spans is None:
+        raise ValueError("metric context_recall needs the chunk and sentence spans")
+    values = []
+    for unit_ids, gold in zip(run.table["unit_ids"].to_list(),
+                              run.table["gold_sentence_ids"].to_list()):
+        missing = [sentence_id for sentence_id in gold if sentence_id not in spans.sentences]
+        if missing:
+            raise KgragError(
+                f"gold sentence ids {', '.join(missing[:3])} are in questions.parquet but not "
+                "in sentences.parquet of the same corpus step; rerun it with --force corpus"
+            )
+        value = context_recall([spans.chunks[u] for u in unit_ids if u in spans.chunks],
+                               [spans.sentences[sentence_id] for sentence_id in gold])
+        if value is not None:
+            values.append(value)
+    return _mean(values)
+
+
+@metric("extraction", "extraction")
+def _extraction(build: ExtractionBuild) -> dict[str, Any]:
+    """What the extraction made per chunk and how fast and, where the corpus has gold
+    triples, their recall; without them the row says ``gold_triples: 0``."""
+    row = extraction_figures(build.counts, build.wall_s, build.llm_tokens)
+    if build.triples.is_empty():
+        return row | {"gold_triples": 0}
+    return row | gold_scores(build.triples, build.chunks, build.entities,
+                             build.relationships).as_row()
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
