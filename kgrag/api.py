@@ -11,7 +11,6 @@ from typing import Any
 
 import polars as pl
 
-import kgrag.steps  # noqa: F401  (registers the step kinds)
 from kgrag.answer import answer
 from kgrag.bundle.compare import metric_differences
 from kgrag.bundle.pack import BundleSummary, make_bundle
@@ -25,11 +24,12 @@ from kgrag.pipeline.compile import compile_plan, has_questions
 from kgrag.pipeline.integrity import damage
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
-from kgrag.pipeline.registry import KINDS, Counts
 from kgrag.pipeline.runner import run_plan
+from kgrag.pipeline.step import Counts
 from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.spec import Spec, load_spec
 from kgrag.spec.model import default_cache_dir
+from kgrag.steps import KINDS
 from kgrag.steps.corpus import DOCUMENTS, QUESTIONS
 from kgrag.steps.evaluate import METRICS
 from kgrag.steps.retrieve import load_strategy

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.models.cache import canonical_json
-from kgrag.pipeline.registry import KINDS
+from kgrag.steps import KINDS
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
@@ -34,36 +33,12 @@ from kgrag.pipeline.artefacts import (
 from kgrag.pipeline.integrity import check, write_listing
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
-from kgrag.pipeline.registry import KINDS, StepKind
-from kgrag.progress import progress, step_label
+from kgrag.pipeline.step import StepContext, StepKind
+from kgrag.progress import step_label
+from kgrag.steps import KINDS
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class StepContext:
-    """Everything a step body may touch: its config, inputs, models and output folder."""
-
-    step: Step
-    spec: Any
-    models: Any
-    out_dir: Path
-    inputs: dict[str, Path]
-    notes: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return self.step.config
-
-    def input(self, role: str) -> Path:
-        """The artefact folder of the upstream step playing ``role`` (e.g. "chunks")."""
-        return self.inputs[role]
-
-    def progress(self, iterable: Iterable[T], total: int | None = None, desc: str = "",
-                 unit: str = "it") -> Iterator[T]:
-        """Counts, rate and ETA: a bar on a terminal, a line every half minute in a log."""
-        return progress(iterable, total, desc or self.step.name, unit)
 
 
 class PeakRSS:

@@ -1,6 +1,8 @@
-"""Step kinds, registered on import. Each module adapts one library function to the
-runner's uniform ``run(ctx)`` signature; the methods themselves live elsewhere."""
+"""Step kinds. Each module adapts library functions to the runner's uniform
+``run(ctx)`` signature (``kgrag.pipeline.step``); the methods themselves live elsewhere.
+``KINDS`` lists every kind a plan may use, explicitly."""
 
+from kgrag.pipeline.step import StepKind
 from kgrag.steps import (
     answer,
     bipartite,
@@ -13,5 +15,8 @@ from kgrag.steps import (
     skeleton,
 )
 
-__all__ = ["answer", "bipartite", "chunks", "corpus", "dense", "evaluate", "hierarchy",
-           "retrieve", "skeleton"]
+KINDS: dict[str, StepKind] = {kind.name: kind for kind in (
+    corpus.import_corpus, chunks.chunk, dense.dense_index,
+    skeleton.core, skeleton.extract_core, skeleton.skeleton, bipartite.bipartite,
+    hierarchy.build_hierarchy, hierarchy.summarise, hierarchy.gates,
+    retrieve.retrieve, answer.answer_questions, evaluate.evaluate)}

@@ -7,8 +7,7 @@ from typing import Any
 import polars as pl
 
 from kgrag.answer import answer
-from kgrag.pipeline.registry import Counts, step_kind
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.steps.corpus import QUESTIONS
 from kgrag.steps.retrieve import RETRIEVED
 

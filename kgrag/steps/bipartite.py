@@ -11,8 +11,7 @@ import polars as pl
 
 from kgrag.graphs.bipartite import build_bipartite
 from kgrag.graphs.subchunks import split_subchunks
-from kgrag.pipeline.registry import step_kind
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import StepContext, step_kind
 from kgrag.retrieval.ket import EDGES_FILE, KEYWORD_TABLE, SUBCHUNK_TABLE, SUBCHUNKS_FILE
 from kgrag.retrieval.units import CHUNKS_FILE, unit_text
 from kgrag.store.vectors import VectorTable

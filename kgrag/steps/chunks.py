@@ -11,8 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from kgrag.corpus import chunk_documents
-from kgrag.pipeline.registry import step_kind
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import StepContext, step_kind
 from kgrag.retrieval.units import CHUNKS_FILE, unit_text
 from kgrag.steps.corpus import DOCUMENTS
 

@@ -12,8 +12,7 @@ run (the evaluate step says how to rebuild it when it needs the triples).
 from __future__ import annotations
 
 from kgrag.corpus import load_corpus
-from kgrag.pipeline.registry import step_kind
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import StepContext, step_kind
 
 DOCUMENTS = "documents.parquet"
 QUESTIONS = "questions.parquet"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from kgrag.pipeline.registry import step_kind
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import StepContext, step_kind
 from kgrag.retrieval.naive import DENSE_TABLE
 from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.store.vectors import VectorTable

@@ -31,8 +31,7 @@ from kgrag.eval.registry import EvidenceSpans, ExtractionBuild, Metric, lookup
 from kgrag.eval.report import strategy_row
 from kgrag.eval.structure import gold_nodes, structural_metrics
 from kgrag.pipeline.artefacts import BUILD_RECORD
-from kgrag.pipeline.registry import step_kind
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import StepContext, step_kind
 from kgrag.retrieval.hugrag import ENTITIES_FILE
 from kgrag.retrieval.local_search import RELATIONSHIPS_FILE
 from kgrag.retrieval.units import CHUNKS_FILE

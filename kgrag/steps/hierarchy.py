@@ -35,8 +35,7 @@ from kgrag.graphs.extraction import DESCRIPTION_SEPARATOR
 from kgrag.graphs.gates import find_gates, module_adjacency, similarity_judge
 from kgrag.graphs.hierarchy import Hierarchy, Module, leiden_hierarchy
 from kgrag.models.llm import InvalidOutput
-from kgrag.pipeline.registry import step_kind
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import StepContext, step_kind
 from kgrag.progress import Progress
 from kgrag.retrieval.hugrag import (
     ENTITIES_FILE,

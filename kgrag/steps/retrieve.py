@@ -21,8 +21,7 @@ from typing import Any
 import polars as pl
 
 from kgrag.errors import KgragError
-from kgrag.pipeline.registry import Counts, step_kind
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.retrieval import STRATEGIES, Resources
 from kgrag.retrieval.units import CHUNKS_FILE, Units
 from kgrag.steps.corpus import QUESTIONS

@@ -32,8 +32,7 @@ from kgrag.graphs.extraction import Extraction, counts_frame, extract, merge
 from kgrag.graphs.hybrid_extraction import relate
 from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
-from kgrag.pipeline.registry import Counts, step_kind
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.retrieval.knng import KNN_FILE
 from kgrag.retrieval.local_search import (
     ENTITIES_FILE,

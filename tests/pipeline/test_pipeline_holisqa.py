@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 
 from kgrag import api
-from kgrag.pipeline.registry import KINDS
-from kgrag.pipeline.runner import StepContext
+from kgrag.pipeline.step import StepContext
 from kgrag.retrieval.units import CHUNKS_FILE
+from kgrag.steps import KINDS
 from kgrag.steps.corpus import QUESTIONS, SENTENCES
 from kgrag.steps.evaluate import METRICS
 from kgrag.steps.retrieve import RETRIEVED, SCHEMA

@@ -74,8 +74,8 @@ def spec(*query, graphs=()) -> dict:
 def test_references_and_defaults_follow_a_declaration(toy):
     base = {"name": "t", "strategy": "toy", "budget_tokens": 100}
     problems = list(reference_problems(spec(base), spec(base)))
-    assert problems == [(("query", 0), "strategy toy needs 'skeleton' (toy reads entities): "
-                                       "the name of a skeleton graph")]
+    assert problems == [(("query", 0), ("strategy toy needs 'skeleton' (toy reads entities): "
+                                       "the name of a skeleton graph"))]
     deep = {**base, "depth": 5, "theta": 0.4}
     messages = [m for _, m in reference_problems(spec(deep), spec(deep))]
     assert "'theta' is not a parameter of strategy toy" in messages
