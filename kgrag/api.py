@@ -55,15 +55,16 @@ class Session:
 
 
 def open_session(spec_path: str | Path, *, root: Path | None = None,
-                 cache: CallCache | None = None) -> Session:
+                 cache: CallCache | None = None, llm_backend: Any = None) -> Session:
     """Load and validate a spec, resolve its models and compile its plan (no work is done).
     ``root`` and ``cache`` replace the project the outputs go under and the spec's call
-    cache (a replay runs in its own folder on the bundle's calls)."""
+    cache (a replay runs in its own folder on the bundle's calls); ``llm_backend``
+    replaces llama.cpp behind the call cache for every LLM (a stand-in in tests)."""
     spec = load_spec(spec_path, root)
     cache = CallCache(spec.cache_dir) if cache is None else cache
     parses = spec.extraction["method"] in ("nlp", "hybrid")
     models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
-                    spec.extraction["pipeline"] if parses else None)
+                    spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend)
     return Session(spec, cache, models, compile_plan(spec, models))
 
 
@@ -166,7 +167,7 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     started = time.perf_counter()
     context = chosen.retrieve(question, vector)
     elapsed_ms = (time.perf_counter() - started) * 1000
-    text, _ = answer(session.models.llm, context.text, question,
+    text, _ = answer(session.models.llm("answerer"), context.text, question,
                      max_tokens=session.spec.answer["max_tokens"],
                      style=session.spec.answer["prompt"], length=session.spec.answer["length"])
     documents = pl.read_parquet(session.artefact("corpus") / DOCUMENTS, columns=["doc_id", "title"])

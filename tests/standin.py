@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kgrag import api
-from kgrag.models.llm import CachedLLM, Completion
+from kgrag.models.llm import Completion
 from kgrag.pipeline.runner import run_plan
 
 WORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
@@ -85,11 +85,7 @@ class RuleLLM:
 
 def open_with(path: Path, llm: RuleLLM) -> api.Session:
     """Open a spec's session with ``llm`` (behind the real call cache) as every LLM."""
-    session = api.open_session(path)
-    for role in ("llm", "extraction_llm"):
-        session.models.__dict__[role] = CachedLLM(session.models.llm.settings, session.cache,
-                                                  llm)
-    return session
+    return api.open_session(path, llm_backend=llm)
 
 
 def run_with(path: Path, llm: RuleLLM) -> tuple[dict[str, dict], dict[str, dict], list[dict]]:

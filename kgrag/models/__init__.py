@@ -15,70 +15,77 @@ from kgrag.models.pipelines import ResolvedPipeline, resolve_pipeline
 from kgrag.models.registry import ResolvedModel, resolve_embedder, resolve_llm
 from kgrag.models.usage import Usage
 
+# The spec entry that serves each role. The answering LLM (``models.llm``) answers and
+# makes retrieval-time calls (HugRAG's causal filter); the extraction LLM
+# (``extraction.model``, else ``models.llm``) makes every knowledge-building call.
+ROLES = {"answerer": "llm", "filter": "llm", "extractor": "extraction",
+         "summariser": "extraction", "judge": "extraction", "embedder": "embedder"}
+
 
 class Models:
-    """The models of one spec, resolved eagerly (so a bad name fails before any work)
-    and loaded lazily (so a fully cached run never loads a model)."""
+    """The models of one spec by role, resolved eagerly (so a bad name fails before any
+    work) and loaded lazily (so a fully cached run never loads a model).
+
+    ``llm_backend`` / ``embed_backend``, when given, replace llama.cpp and
+    sentence-transformers behind the call cache for every model (a stand-in in tests).
+    """
 
     def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path,
-                 extraction_model: str | None = None, pipeline: str | None = None) -> None:
+                 extraction_model: str | None = None, pipeline: str | None = None, *,
+                 llm_backend: Any = None, embed_backend: Any = None) -> None:
         self.config = config
         self.cache = cache
-        self.llm_model: ResolvedModel = resolve_llm(config["llm"]["model"], base_dir)
-        self.extraction_model: ResolvedModel = (
-            self.llm_model if extraction_model is None
-            else resolve_llm(extraction_model, base_dir))
-        self.embedder_model: ResolvedModel = resolve_embedder(config["embedder"]["model"],
-                                                              base_dir)
+        llm = resolve_llm(config["llm"]["model"], base_dir)
+        self._entries: dict[str, ResolvedModel] = {
+            "llm": llm,
+            "extraction": llm if extraction_model is None
+            else resolve_llm(extraction_model, base_dir),
+            "embedder": resolve_embedder(config["embedder"]["model"], base_dir)}
         self.pipeline: ResolvedPipeline | None = (
             None if pipeline is None else resolve_pipeline(pipeline, base_dir))
+        self._llm_backend, self._embed_backend = llm_backend, embed_backend
+        self._llms: dict[str, CachedLLM] = {}  # by model sha256: one per distinct model
 
-    def _cached_llm(self, m: ResolvedModel) -> CachedLLM:
-        c = self.config["llm"]
-        settings = LLMSettings(
-            name=m.name if m.bundled else m.path.name, path=m.path, sha256=m.sha256,
-            n_ctx=c["n_ctx"], temperature=c["temperature"], top_p=c["top_p"], seed=c["seed"],
-            n_threads=c["n_threads"], n_gpu_layers=c["n_gpu_layers"], max_retries=c["max_retries"],
-        )
-        return CachedLLM(settings, self.cache)
+    def model(self, role: str) -> ResolvedModel:
+        """The model that plays ``role`` (``ROLES``)."""
+        return self._entries[ROLES[role]]
 
-    @cached_property
-    def llm(self) -> CachedLLM:
-        return self._cached_llm(self.llm_model)
-
-    @cached_property
-    def extraction_llm(self) -> CachedLLM:
-        """The LLM of extraction steps: ``extraction.model`` when a spec sets it."""
-        if self.extraction_model == self.llm_model:
-            return self.llm
-        return self._cached_llm(self.extraction_model)
+    def llm(self, role: str) -> CachedLLM:
+        """The cached LLM that plays ``role``; roles served by one model share it."""
+        m = self.model(role)
+        if m.sha256 not in self._llms:
+            c = self.config["llm"]
+            settings = LLMSettings(
+                name=m.name if m.bundled else m.path.name, path=m.path, sha256=m.sha256,
+                n_ctx=c["n_ctx"], temperature=c["temperature"], top_p=c["top_p"],
+                seed=c["seed"], n_threads=c["n_threads"], n_gpu_layers=c["n_gpu_layers"],
+                max_retries=c["max_retries"])
+            self._llms[m.sha256] = CachedLLM(settings, self.cache, self._llm_backend)
+        return self._llms[m.sha256]
 
     @cached_property
     def embedder(self) -> CachedEmbedder:
-        m = self.embedder_model
+        m = self.model("embedder")
         settings = EmbedderSettings(name=m.name if m.bundled else m.path.name, path=m.path,
                                     sha256=m.sha256,
                                     batch_size=self.config["embedder"]["batch_size"])
-        return CachedEmbedder(settings, self.cache)
+        return CachedEmbedder(settings, self.cache, self._embed_backend)
 
     @cached_property
     def tokenizer(self) -> Tokenizer:
         """The embedder's tokenizer: kgrag's one definition of a "token" for sizes and budgets."""
-        return Tokenizer.from_dir(self.embedder_model.path)
+        return Tokenizer.from_dir(self.model("embedder").path)
 
     def usage_snapshot(self) -> tuple[Usage, Usage]:
         """LLM usage (all LLMs together) and embedder usage so far."""
-        llms = {id(x): x for x in (self.__dict__.get("llm"), self.__dict__.get("extraction_llm"))
-                if x is not None}
-        total = sum((llm.usage for llm in llms.values()), Usage())
+        total = sum((llm.usage for llm in self._llms.values()), Usage())
         embedder = self.__dict__.get("embedder")
         return total, embedder.usage.snapshot() if embedder else Usage()
 
     def describe(self) -> dict[str, Any]:
-        roles = {"llm": self.llm_model, "extraction_llm": self.extraction_model,
-                 "embedder": self.embedder_model}
-        described = {role: {"name": m.name, "path": str(m.path), "sha256": m.sha256}
-                     for role, m in roles.items()}
+        entries = {"llm": "llm", "extraction_llm": "extraction", "embedder": "embedder"}
+        described = {name: {"name": m.name, "path": str(m.path), "sha256": m.sha256}
+                     for name, m in ((name, self._entries[e]) for name, e in entries.items())}
         if self.pipeline is not None:
             described["pipeline"] = {"name": self.pipeline.name, **self.pipeline.identity()}
         return described

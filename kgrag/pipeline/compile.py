@@ -54,10 +54,10 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         corpus["questions_sha256"] = source_sha256(spec.resolve(spec.corpus["questions_file"]),
                                                    "corpus.questions_file")
     plan.add("corpus", "import", corpus)
-    embedder = models.embedder_model.sha256
+    embedder = models.model("embedder").sha256
     plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
              {"corpus": "corpus"})
-    llm = {"sha256": models.llm_model.sha256,
+    llm = {"sha256": models.model("answerer").sha256,
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
     graph_variants, builds = _add_graphs(plan, spec, models, llm)
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
@@ -114,11 +114,11 @@ def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
     [its step names]}``."""
     built: dict[str, list[tuple[dict[str, Any], str]]] = {}
     builds: list[dict[str, Any]] = []
-    llm_work = {"llm": {**llm, "sha256": models.extraction_model.sha256,
+    llm_work = {"llm": {**llm, "sha256": models.model("extractor").sha256,
                         "max_retries": spec.models["llm"]["max_retries"]},
                 "prompt": spec.extraction["prompt"]}
     settings = thaw(spec.extraction)
-    env = BuildEnv(embedder=models.embedder_model.sha256,
+    env = BuildEnv(embedder=models.model("embedder").sha256,
                    extraction=EXTRACTION_METHODS[settings["method"]].config(settings, models,
                                                                           llm_work),
                    llm_work=llm_work, titled=spec.chunking["title"])

@@ -28,7 +28,7 @@ def answer_questions(ctx: StepContext) -> None:
     retrieved = pl.read_parquet(ctx.input("retrieve") / RETRIEVED)
     table = questions.join(retrieved, on="question_id", how="inner")
     table = table.head(answered(ctx.config, Counts(questions=table.height, chunks=None)))
-    llm = ctx.models.llm
+    llm = ctx.models.llm("answerer")
     rows = []
     for qid, question, context in ctx.progress(
             zip(table["question_id"], table["question"], table["context"]),

@@ -232,7 +232,7 @@ def _llm_summaries(ctx: StepContext, modules: Iterable[Module], entities: pl.Dat
                    ) -> Iterator[tuple[Module, str, str, bool]]:
     """(module, title, summary, fell back) from one constrained extraction-LLM call per
     module; a reply that never parses falls back to its first members' descriptions."""
-    llm, style = ctx.models.extraction_llm, ctx.config["prompt"]
+    llm, style = ctx.models.llm("summariser"), ctx.config["prompt"]
     for module in modules:
         prompt, shown = summary_prompt(module, entities, relationships, limit)
         try:
@@ -247,7 +247,7 @@ def _llm_summaries(ctx: StepContext, modules: Iterable[Module], entities: pl.Dat
 def _llm_verdict(ctx: StepContext, text: dict[str, str]) -> Callable[[str, str], str]:
     """The extraction LLM's yes / no on two modules' summaries, under a grammar; a reply
     that is neither (a model that ignores grammars) is "other", read as no."""
-    llm, style = ctx.models.extraction_llm, ctx.config["prompt"]
+    llm, style = ctx.models.llm("judge"), ctx.config["prompt"]
 
     def verdict(a: str, b: str) -> str:
         prompt = f"{GATE_INSTRUCTION}\n\nGroup A: {text[a]}\n\nGroup B: {text[b]}\n\nAnswer:"

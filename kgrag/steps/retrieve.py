@@ -37,9 +37,9 @@ def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any,
                   prompt_style: str = "completion") -> Any:
     """Build the configured strategy from its artefact folders (by role)."""
     declared = STRATEGIES[config["strategy"]]
-    resources = Resources(Units.load(inputs["chunks"] / CHUNKS_FILE), models.tokenizer,
-                          models.llm if declared.uses_llm(config) else None, prompt_style,
-                          models.embedder, models.pipeline)
+    llm = models.llm("filter") if declared.uses_llm(config) else None
+    resources = Resources(Units.load(inputs["chunks"] / CHUNKS_FILE), models.tokenizer, llm,
+                          prompt_style, models.embedder, models.pipeline)
     artefacts = {role: inputs[role] for role in declared.needs(config)}
     return declared.runs.load(config, artefacts, resources)
 

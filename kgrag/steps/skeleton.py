@@ -104,7 +104,7 @@ def extract_core(ctx: StepContext) -> None:
 
 def _extract_llm(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
     """One constrained call per chunk on its retrieval unit (title line included)."""
-    cfg, llm = ctx.config, ctx.models.extraction_llm
+    cfg, llm = ctx.config, ctx.models.llm("extractor")
     return [
         extract(llm, chunk_id, text, style=cfg["prompt"], max_tokens=cfg["max_tokens"],
                 max_entities=cfg["max_entities"], max_relationships=cfg["max_relationships"],
@@ -132,7 +132,7 @@ def _extract_hybrid(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
     """The nlp extraction, then one constrained call per chunk relating its entities on
     its retrieval unit; what happened to each call is counted in the notes."""
     nlp = _extract_nlp(ctx, todo)
-    cfg, llm = ctx.config, ctx.models.extraction_llm
+    cfg, llm = ctx.config, ctx.models.llm("extractor")
     related = [
         relate(llm, extraction, text, style=cfg["prompt"],
                max_relationships=cfg["max_relationships"])
@@ -213,7 +213,7 @@ def _summarise_descriptions(ctx: StepContext, entities: pl.DataFrame,
                             relationships: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One LLM-written description for every entity and relationship whose
     description joins several chunks' (``kgrag.graphs.descriptions``)."""
-    llm, style = ctx.models.extraction_llm, ctx.config["summarise"]["prompt"]
+    llm, style = ctx.models.llm("summariser"), ctx.config["summarise"]["prompt"]
     of_entities = summarise(llm, entities["name"].to_list(), entities["description"].to_list(),
                             style=style)
     pairs = [f"{s} -- {t}" for s, t in relationships.select("source", "target").iter_rows()]

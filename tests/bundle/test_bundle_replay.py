@@ -140,7 +140,7 @@ def test_a_model_that_differs_or_is_missing_is_named(project, tmp_path, capsys, 
     code, _, err = run_cli(capsys, "replay", str(bundle), "--dir", str(tmp_path / "r"))
     assert code == 2 and len(err.splitlines()) == 1
     assert ("model gemma3-270m (llm) differs: the bundle was made with sha256 "
-            f"{api.open_session(project / 'specs/tiny.yaml').models.llm_model.sha256[:16]}…, "
+            f"{api.open_session(project / 'specs/tiny.yaml').models.model('answerer').sha256[:16]}…, "
             f"/models/gemma.gguf has {'f' * 16}…") in err
     assert "model all-MiniLM-L6-v2 (embedder, sha256 " in err and "is missing here" in err
 

@@ -9,7 +9,6 @@ import pytest
 
 from kgrag import api
 from kgrag.cli import main
-from kgrag.models.llm import CachedLLM
 from tests.conftest import ScriptedBackend, write_spec
 
 GRAPHS = [{"name": "skel", "kind": "skeleton", "beta": 0.04},  # 1 of 21 chunks
@@ -52,13 +51,11 @@ def test_ket_builds_with_the_real_llm_and_a_theta_sweep_reuses_the_index(project
 def test_unparseable_extractions_are_recorded_and_the_build_goes_on(project):
     spec = ket_spec(project, graphs=[{**GRAPHS[0], "beta": 0.1}, GRAPHS[1]],
                     extraction={"keep_ungrounded": True})
-    session = api.open_session(spec)
     valid = json.dumps({"entities": [{"name": "Stanley", "type": "geo",
                                       "description": "a city"}], "relationships": []})
     # every attempt for the first core chunk is garbage, then the model behaves
     backend = ScriptedBackend("{oops", "{oops", "{oops", valid)
-    session.models.__dict__["extraction_llm"] = CachedLLM(session.models.llm.settings,
-                                                          session.cache, backend)
+    session = api.open_session(spec, llm_backend=backend)
     from kgrag.pipeline.runner import run_plan
 
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
