@@ -56,7 +56,7 @@ def evaluate(ctx: StepContext) -> None:
         spans = EvidenceSpans.from_frames(chunks, sentences)
     gold_of: dict[Path, dict[str, set[str]]] = {}  # per hierarchy build, computed once
     per_strategy = [name for name, metric in requested.items() if not metric.per_build]
-    _say_missing_gold(ctx, {name: requested[name] for name in per_strategy}, questions)
+    _say_missing_gold(ctx, requested, questions)
     rows = []
     for strategy in ctx.config["strategies"]:
         name = strategy["name"]
