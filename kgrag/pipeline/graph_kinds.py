@@ -217,8 +217,8 @@ EXTRACTION_METHODS: dict[str, ExtractionMethod] = {method.name: method for metho
     ExtractionMethod("nlp", "named entities and noun chunks of a spaCy pipeline, the chunk's "
                      "title as an entity, relationships from the dependency parse (label = "
                      "verb or noun with its preposition, e.g. 'directed by'; else a "
-                     "co-occurrence edge); no LLM call; about 2,700 to 3,000 chunks per minute "
-                     "on 2 CPU cores with the bundled pipeline.", (PIPELINE,), _nlp_config),
+                     "co-occurrence edge); no LLM call, hundreds of times faster than method "
+                     "llm.", (PIPELINE,), _nlp_config),
     ExtractionMethod("hybrid", "the nlp extraction, plus one short JSON-schema constrained "
                      "LLM call per chunk that writes [source, relation, target] triples whose "
                      "source and target can only be the entities spaCy found (grounded by "
