@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Any
 
@@ -26,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from kgrag.errors import KgragError
-from kgrag.graphs.core import pagerank, select_core
+from kgrag.graphs.core import core_size, pagerank, select_core
 from kgrag.graphs.descriptions import summarise
 from kgrag.graphs.extraction import Extraction, counts_frame, extract, merge
 from kgrag.graphs.hybrid_extraction import relate
@@ -74,8 +73,7 @@ def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
         return 0
     if counts.chunks is None:
         return None
-    core_chunks = math.ceil(round(config["beta"] * counts.chunks, 9))
-    return core_chunks * (1 + config["llm"]["max_retries"])
+    return core_size(config["beta"], counts.chunks) * (1 + config["llm"]["max_retries"])
 
 
 @step_kind("extract", "2", max_llm_calls=extraction_calls)
