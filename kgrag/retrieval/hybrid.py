@@ -16,14 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kgrag.retrieval.local_search import (
-    TEXT_JOINER,
-    Layout,
-    LocalSearch,
-    check_theta,
-    graph_step,
-    share,
-)
+from kgrag.retrieval.layout import TEXT_JOINER, Layout, check_theta, share
+from kgrag.retrieval.local_search import LocalSearch, graph_step
 from kgrag.retrieval.naive import DENSE_TABLE, NaiveStrategy
 from kgrag.retrieval.units import Context, Units
 from kgrag.store.vectors import VectorTable

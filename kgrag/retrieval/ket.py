@@ -44,19 +44,16 @@ import numpy as np
 import polars as pl
 
 from kgrag.errors import KgragError
-from kgrag.retrieval.local_search import (
+from kgrag.retrieval.layout import (
     SOURCES_HEADER,
     TEXT_JOINER,
     Layout,
-    LocalContext,
-    LocalSearch,
     Section,
     best_first,
     check_theta,
-    children_of,
-    graph_step,
     share,
 )
+from kgrag.retrieval.local_search import LocalContext, LocalSearch, children_of, graph_step
 from kgrag.retrieval.ppr import PprSearch
 from kgrag.retrieval.units import Context, Units
 from kgrag.store.vectors import VectorTable
