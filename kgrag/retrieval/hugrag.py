@@ -73,24 +73,21 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from kgrag.contents.dense import open_dense
+from kgrag.contents.entities import open_entity_vectors, read_entities, read_relationships
+from kgrag.contents.gates import read_gates
+from kgrag.contents.hierarchy import read_modules
+from kgrag.contents.summaries import open_module_vectors, read_summaries
 from kgrag.corpus.keywords import keywords
 from kgrag.errors import KgragError
 from kgrag.models.llm import InvalidOutput
-from kgrag.retrieval.local_search import ENTITY_TABLE, graph_step
-from kgrag.retrieval.naive import DENSE_TABLE
+from kgrag.retrieval.local_search import graph_step
 from kgrag.retrieval.ppr import PprSearch
 from kgrag.retrieval.units import Context, Units
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
-
-ENTITIES_FILE = "entities.parquet"
-RELATIONSHIPS_FILE = "relationships.parquet"
-MODULES_FILE = "modules.parquet"
-SUMMARIES_FILE = "summaries.parquet"
-MODULE_TABLE = "modules"
-GATES_FILE = "gates.parquet"
 
 EDGE_TYPES = ("gate", "structural", "membership", "relationship")
 PREFIX = {"module": "M", "entity": "N", "relationship": "R", "chunk": "T"}
@@ -144,21 +141,18 @@ class HugragGraph:
         """The graph from a hierarchy build's folders (modules only with ``use_hierarchy``,
         gates only with ``use_gates`` too) and the dense index's chunk vectors."""
         folder = artefacts["hierarchy"]
-        entities = pl.read_parquet(folder / ENTITIES_FILE)
-        entity_vectors = _aligned(VectorTable.open(folder, ENTITY_TABLE), entities["entity_id"])
+        entities = read_entities(folder)
+        entity_vectors = _aligned(open_entity_vectors(folder), entities["entity_id"])
         modules, module_vectors, gates = None, None, []
-        module_rows = pl.read_parquet(folder / MODULES_FILE)
+        module_rows = read_modules(folder)
         if use_hierarchy and not module_rows.is_empty():  # no modules: the build's fallback
-            modules = module_rows.join(pl.read_parquet(artefacts["summaries"] / SUMMARIES_FILE),
-                                       on="module_id")
-            module_vectors = _aligned(VectorTable.open(artefacts["summaries"], MODULE_TABLE),
+            modules = module_rows.join(read_summaries(artefacts["summaries"]), on="module_id")
+            module_vectors = _aligned(open_module_vectors(artefacts["summaries"]),
                                       modules["module_id"])
             if use_gates:
-                gates = list(pl.read_parquet(artefacts["gates"] / GATES_FILE)
-                             .select("a", "b").iter_rows())
-        chunk_ids, chunk_vectors = VectorTable.open(artefacts["dense"], DENSE_TABLE).matrix()
-        return cls.assemble(entities, entity_vectors,
-                            pl.read_parquet(folder / RELATIONSHIPS_FILE), modules,
+                gates = read_gates(artefacts["gates"])
+        chunk_ids, chunk_vectors = open_dense(artefacts["dense"]).matrix()
+        return cls.assemble(entities, entity_vectors, read_relationships(folder), modules,
                             module_vectors, gates, chunk_ids, chunk_vectors, resources.units)
 
     @classmethod

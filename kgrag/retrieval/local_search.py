@@ -38,15 +38,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from kgrag.contents.entities import (
+    ENTITIES_FILE,
+    open_entity_vectors,
+    read_entities,
+    read_relationships,
+)
 from kgrag.errors import KgragError
 from kgrag.retrieval.layout import SOURCES_HEADER, TEXT_JOINER, Layout, Section, best_first
 from kgrag.retrieval.units import Units
-from kgrag.store.vectors import VectorTable
 
-ENTITIES_FILE = "entities.parquet"
-RELATIONSHIPS_FILE = "relationships.parquet"
-ENTITY_TABLE = "entities"
-RELATIONSHIP_TABLE = "relationships"  # vectors of "source -- target: description", for users
 ENTITY_HEADER = "-----Entities-----\nid|entity|type|description"
 RELATIONSHIP_HEADER = "-----Relationships-----\nid|source|target|description|strength"
 ROW_JOINER = "\n"
@@ -124,9 +125,8 @@ class LocalSearch:
              parent_of: Mapping[str, str] | None = None, top_entities: int = 10) -> LocalSearch:
         """Load a skeleton folder; ``units`` are the text units, which are the chunks
         themselves when ``parent_of`` (unit id → chunk id) is None, else sub-chunks."""
-        entities = pl.read_parquet(folder / ENTITIES_FILE)
-        relationships = pl.read_parquet(folder / RELATIONSHIPS_FILE)
-        entity_ids, matrix = VectorTable.open(folder, ENTITY_TABLE).matrix()
+        entities, relationships = read_entities(folder), read_relationships(folder)
+        entity_ids, matrix = open_entity_vectors(folder).matrix()
         if set(entity_ids) != set(entities["entity_id"].to_list()):
             raise KgragError(f"the entity vectors in {folder} do not match {ENTITIES_FILE}")
         children = children_of(units, parent_of)

@@ -11,22 +11,15 @@ run (the evaluate step says how to rebuild it when it needs the triples).
 
 from __future__ import annotations
 
+from kgrag.contents.corpus import write_corpus
 from kgrag.corpus import load_corpus
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
-
-DOCUMENTS = "documents.parquet"
-QUESTIONS = "questions.parquet"
-SENTENCES = "sentences.parquet"
-TRIPLES = "triples.parquet"
 
 
 @step_kind("import", "2")
 def import_corpus(ctx: StepContext) -> None:
     corpus = load_corpus(ctx.spec.corpus, ctx.spec.path.parent)
-    corpus.documents.write_parquet(ctx.out_dir / DOCUMENTS)
-    corpus.questions.write_parquet(ctx.out_dir / QUESTIONS)
-    corpus.sentences.write_parquet(ctx.out_dir / SENTENCES)
-    corpus.triples.write_parquet(ctx.out_dir / TRIPLES)
+    write_corpus(ctx.out_dir, corpus)
     ctx.notes.update(documents=corpus.documents.height, questions=corpus.questions.height,
                      sentences=corpus.sentences.height, triples=corpus.triples.height)

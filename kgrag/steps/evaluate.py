@@ -24,6 +24,13 @@ from typing import Any
 
 import polars as pl
 
+from kgrag.contents.answers import ANSWERS
+from kgrag.contents.chunks import CHUNKS_FILE
+from kgrag.contents.corpus import QUESTIONS, SENTENCES, TRIPLES
+from kgrag.contents.entities import ENTITIES_FILE, RELATIONSHIPS_FILE
+from kgrag.contents.extraction import EXTRACTIONS
+from kgrag.contents.metrics import METRICS
+from kgrag.contents.retrieved import RETRIEVED
 from kgrag.corpus.corpus import empty_triples
 from kgrag.eval.builds import build_row, extraction_figures
 from kgrag.eval.gold import gold_scores
@@ -32,15 +39,7 @@ from kgrag.eval.structure import gold_nodes, structural_metrics
 from kgrag.pipeline.artefacts import BUILD_RECORD
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
-from kgrag.retrieval.hugrag import ENTITIES_FILE
-from kgrag.retrieval.local_search import RELATIONSHIPS_FILE
-from kgrag.retrieval.units import CHUNKS_FILE
-from kgrag.steps.answer import ANSWERS
-from kgrag.steps.corpus import QUESTIONS, SENTENCES, TRIPLES
-from kgrag.steps.retrieve import RETRIEVED
-from kgrag.steps.skeleton import EXTRACTIONS
 
-METRICS = "metrics.json"
 EXTRACTION = "extraction"
 # per-question gold a metric reads: (questions column, its name in messages)
 GOLD = {"recall@": ("supporting_doc_ids", "supporting documents"),

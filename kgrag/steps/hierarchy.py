@@ -30,24 +30,19 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from kgrag.contents.columns import counted
+from kgrag.contents.entities import numbered, read_entities, read_relationships
+from kgrag.contents.gates import write_gates
+from kgrag.contents.hierarchy import read_hierarchy, write_hierarchy
+from kgrag.contents.summaries import open_module_vectors, read_summaries, write_summaries
 from kgrag.graphs.canonical import canonicalise
 from kgrag.graphs.gates import find_gates, llm_verdict, module_adjacency, similarity_judge
-from kgrag.graphs.hierarchy import Hierarchy, Module, leiden_hierarchy
+from kgrag.graphs.hierarchy import leiden_hierarchy
 from kgrag.graphs.module_summaries import extractive_summaries, llm_summaries
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext
 from kgrag.progress import Progress
-from kgrag.retrieval.hugrag import (
-    ENTITIES_FILE,
-    GATES_FILE,
-    MODULE_TABLE,
-    MODULES_FILE,
-    RELATIONSHIPS_FILE,
-    SUMMARIES_FILE,
-)
-from kgrag.retrieval.local_search import ENTITY_TABLE
 from kgrag.steps.skeleton import read_extraction
-from kgrag.store.vectors import VectorTable
 
 
 @step_kind("hierarchy", "1")
@@ -68,25 +63,16 @@ def build_hierarchy(ctx: StepContext) -> None:
         seed=cfg["seed"])
     leiden_s = time.perf_counter() - started
 
-    entities = entities.with_columns(
-        entity_id=pl.format("E{}", pl.int_range(1, pl.len() + 1)),
-        chunk_ids=pl.col("source_chunk_ids"),
+    entities, relationships = numbered(entities, relationships)
+    entities = counted(entities.with_columns(
         text=pl.format("{}: {}", "name", "description"),
         module_id=pl.Series([hierarchy.leaf_module_of(n) for n in entities["name"]],
-                            dtype=pl.String))
-    entities = entities.with_columns(
-        tokens=pl.Series(tokenizer.count_many(entities["text"].to_list()), dtype=pl.Int64))
-    relationships = relationships.with_columns(
-        relationship_id=pl.format("R{}", pl.int_range(1, pl.len() + 1)),
-        chunk_ids=pl.col("source_chunk_ids"),
-        text=pl.format("{} -- {}: {}", "source", "target", "description"))
-    relationships = relationships.with_columns(
-        tokens=pl.Series(tokenizer.count_many(relationships["text"].to_list()), dtype=pl.Int64))
-    entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
-    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS_FILE)
-    modules_frame(hierarchy).write_parquet(ctx.out_dir / MODULES_FILE)
-    VectorTable.create(ctx.out_dir, ENTITY_TABLE, entities["entity_id"].to_list(),
-                       embedder.encode(entities["text"].to_list()))
+                            dtype=pl.String)), "text", "tokens", tokenizer)
+    relationships = counted(relationships.with_columns(
+        text=pl.format("{} -- {}: {}", "source", "target", "description")),
+        "text", "tokens", tokenizer)
+    write_hierarchy(ctx.out_dir, entities, relationships, hierarchy,
+                    embedder.encode(entities["text"].to_list()))
     ctx.notes.update(
         nodes=entities.height, edges=relationships.height, modules=len(hierarchy.modules),
         modules_per_level={f"L{k}": v for k, v in sorted(hierarchy.levels().items())},
@@ -100,25 +86,6 @@ def build_hierarchy(ctx: StepContext) -> None:
             "searches entity neighbourhoods only")
 
 
-def modules_frame(hierarchy: Hierarchy) -> pl.DataFrame:
-    return pl.DataFrame(
-        [{"module_id": m.module_id, "level": m.level, "parent": m.parent,
-          "children": list(m.children), "entities": list(m.entities)}
-         for m in hierarchy.modules],
-        schema={"module_id": pl.String, "level": pl.Int64, "parent": pl.String,
-                "children": pl.List(pl.String), "entities": pl.List(pl.String)})
-
-
-def read_hierarchy(folder: Any) -> Hierarchy:
-    """The module tree back from ``modules.parquet`` (what the later steps need of it)."""
-    modules = pl.read_parquet(folder / MODULES_FILE)
-    return Hierarchy(
-        modules=[Module(module_id=m, level=level, parent=parent, children=tuple(children),
-                        entities=tuple(members))
-                 for m, level, parent, children, members in modules.iter_rows()],
-        unclustered=(), oversized=0)
-
-
 def llm_calls_unless(option: str, value: str) -> Callable[[dict[str, Any], Any], int | None]:
     """Dry-run bound of a step whose ``option`` set to ``value`` makes no LLM call; with
     the LLM its calls are known only once the hierarchy is built."""
@@ -129,8 +96,7 @@ def llm_calls_unless(option: str, value: str) -> Callable[[dict[str, Any], Any],
 def summarise(ctx: StepContext) -> None:
     folder = ctx.input("hierarchy")
     hierarchy = read_hierarchy(folder)
-    entities = pl.read_parquet(folder / ENTITIES_FILE)
-    relationships = pl.read_parquet(folder / RELATIONSHIPS_FILE)
+    entities, relationships = read_entities(folder), read_relationships(folder)
     modules = ctx.progress(hierarchy.modules, total=len(hierarchy.modules), desc="summarise",
                            unit="module")
     limit = ctx.config["summary_entities"]
@@ -145,12 +111,9 @@ def summarise(ctx: StepContext) -> None:
     frame = pl.DataFrame(rows, schema={"module_id": pl.String, "title": pl.String,
                                        "summary": pl.String, "text": pl.String,
                                        "fallback": pl.Boolean})
-    frame = frame.with_columns(tokens=pl.Series(
-        ctx.models.tokenizer.count_many(frame["text"].to_list()), dtype=pl.Int64))
-    frame.write_parquet(ctx.out_dir / SUMMARIES_FILE)
-    if rows:
-        VectorTable.create(ctx.out_dir, MODULE_TABLE, frame["module_id"].to_list(),
-                           ctx.models.embedder.encode(frame["text"].to_list()))
+    frame = counted(frame, "text", "tokens", ctx.models.tokenizer)
+    write_summaries(ctx.out_dir, frame,
+                    ctx.models.embedder.encode(frame["text"].to_list()) if rows else None)
     ctx.notes.update(modules=len(rows),
                      fallback_summaries=frame.filter(pl.col("fallback"))["module_id"].to_list())
 
@@ -158,13 +121,12 @@ def summarise(ctx: StepContext) -> None:
 @step_kind("gates", "1", max_llm_calls=llm_calls_unless("judge", "similarity"))
 def gates(ctx: StepContext) -> None:
     hierarchy = read_hierarchy(ctx.input("hierarchy"))
-    relationships = pl.read_parquet(ctx.input("hierarchy") / RELATIONSHIPS_FILE,
-                                    columns=["source", "target"])
-    summaries = pl.read_parquet(ctx.input("summaries") / SUMMARIES_FILE)
+    relationships = read_relationships(ctx.input("hierarchy"), ["source", "target"])
+    summaries = read_summaries(ctx.input("summaries"))
     text = dict(summaries.select("module_id", "text").iter_rows())
     vectors: dict[str, np.ndarray] = {}
     if text:
-        ids, matrix = VectorTable.open(ctx.input("summaries"), MODULE_TABLE).matrix()
+        ids, matrix = open_module_vectors(ctx.input("summaries")).matrix()
         vectors = dict(zip(ids, matrix))
     if ctx.config.get("judge") == "similarity":
         close = similarity_judge(vectors, ctx.config["threshold"])
@@ -184,12 +146,7 @@ def gates(ctx: StepContext) -> None:
                         judge, top_m=ctx.config["top_m"],
                         min_similarity=ctx.config["min_similarity"])
     checked.close()
-    level = {m.module_id: m.level for m in hierarchy.modules}
-    pl.DataFrame({"a": [a for a, _ in search.gates], "b": [b for _, b in search.gates],
-                  "level_a": [level[a] for a, _ in search.gates],
-                  "level_b": [level[b] for _, b in search.gates]},
-                 schema={"a": pl.String, "b": pl.String, "level_a": pl.Int64,
-                         "level_b": pl.Int64}).write_parquet(ctx.out_dir / GATES_FILE)
+    write_gates(ctx.out_dir, search.gates, {m.module_id: m.level for m in hierarchy.modules})
     ctx.notes.update(modules=len(hierarchy.modules), gates=len(search.gates),
                      checks=search.checks, candidates=search.candidates,
                      skipped_by_pruning=search.skipped_by_pruning, all_pairs=search.all_pairs,
