@@ -17,7 +17,7 @@ from kgrag.bundle.compare import metric_differences
 from kgrag.bundle.pack import BundleSummary, make_bundle
 from kgrag.bundle.replay import unpack
 from kgrag.contents.chunks import CHUNKS_FILE
-from kgrag.contents.corpus import QUESTIONS, read_documents
+from kgrag.contents.corpus import QUESTIONS, read_documents, read_questions
 from kgrag.contents.metrics import METRICS, read_metrics
 from kgrag.errors import KgragError
 from kgrag.models import Models
@@ -98,9 +98,8 @@ def _known_chunk_count(session: Session, intact: bool) -> int | None:
 
 def _known_question_count(session: Session, intact: bool) -> int | None:
     """Questions the run will have: exact once imported, else bounded from the spec."""
-    imported = session.artefact("corpus") / QUESTIONS
-    if intact and imported.exists():
-        return pl.read_parquet(imported).height
+    if intact and (session.artefact("corpus") / QUESTIONS).exists():
+        return read_questions(session.artefact("corpus")).height
     corpus = session.spec.corpus
     if not has_questions(session.spec):
         return 0

@@ -2,8 +2,8 @@
 gold triples, one table each (``kgrag.corpus.corpus`` describes their columns).
 
 ``sentences.parquet`` and ``triples.parquet`` are written even when empty, so readers
-see one layout. A corpus artefact built before gold triples were kept has no
-``triples.parquet``; its step version was left unchanged on purpose.
+see one layout (``kgrag.steps.corpus`` says why an older corpus artefact may lack
+``triples.parquet``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Step ``import``: the spec's corpus → documents.parquet, questions.parquet, sentences.parquet,
-triples.parquet.
+"""Step ``import``: the spec's corpus → the corpus artefact (``kgrag.contents.corpus``).
 
-``sentences.parquet`` is empty except for datasets with sentence-level gold
-(HolisQA), ``triples.parquet`` except for datasets with gold facts (2Wiki); both
-are always written so the evaluate step reads one layout. A corpus artefact built
+Sentences are empty except for datasets with sentence-level gold (HolisQA), triples
+except for datasets with gold facts (2Wiki). A corpus artefact built
 before gold triples were kept has no ``triples.parquet``; the step's version is
 unchanged on purpose, so that adding the file did not invalidate every landed
 run (the evaluate step says how to rebuild it when it needs the triples).
