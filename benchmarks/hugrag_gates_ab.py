@@ -7,7 +7,7 @@ The bundled LLM cannot extract a whole domain in a session, so the graph is the
 stand-in of ``hugrag_scaling.py`` (4 keyword entities per chunk in a chain,
 canonicalised, recursive Leiden, member-name summaries, gates by a cosine judge).
 On it, every question runs ``hugrag``'s real seeding and gated expansion (the
-``HugragGraph`` code, no LLM filter: structural metrics look at what the expansion
+``hugrag_search`` code, no LLM filter: structural metrics look at what the expansion
 reached) twice, with and without gate edges, and the App. E metrics compare them
 on the same questions: reachability, gold-node coverage and min hops (over the
 questions reachable both ways). Gold nodes are entities whose name occurs in a
@@ -25,7 +25,8 @@ from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.eval.structure import gold_nodes, structural_metrics
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
-from kgrag.retrieval.hugrag import EDGE_TYPES, HugragGraph
+from kgrag.retrieval.hugrag_graph import EDGE_TYPES, HugragGraph
+from kgrag.retrieval.hugrag_search import expand, hybrid_scores, mmr
 from kgrag.retrieval.units import Units
 from kgrag.spec.model import default_cache_dir
 
@@ -85,13 +86,13 @@ def main() -> None:
     everything = frozenset(EDGE_TYPES)
     for question, vector, gold_ids in zip(questions["question"], vectors,
                                           questions["gold_sentence_ids"]):
-        scores = graph.scores(question, vector, 0.7)
-        seeds = graph.mmr(scores, "entity", 3, 0.7) + graph.mmr(scores, "module", 3, 0.7)
+        scores = hybrid_scores(graph, question, vector, 0.7)
+        seeds = mmr(graph, scores, "entity", 3, 0.7) + mmr(graph, scores, "module", 3, 0.7)
         trace = {}
         for key, allowed in (("reached", everything),
                              ("reached_without_gates", everything - {"gate"})):
-            chosen, _ = graph.expand(seeds, scores, args.budget, weights=WEIGHTS, decay=0.7,
-                                     max_hops=5, fan_out=5, allowed=allowed)
+            chosen, _ = expand(graph, seeds, scores, args.budget, weights=WEIGHTS, decay=0.7,
+                               max_hops=5, fan_out=5, allowed=allowed)
             trace[key] = {graph.nodes[i].key: h for i, h in chosen.items()
                           if graph.nodes[i].kind == "entity"}
         traces.append(trace)

@@ -22,15 +22,13 @@ import argparse
 import json
 import sys
 
-import polars as pl
-
 from kgrag import api
+from kgrag.contents.chunks import read_chunks
+from kgrag.contents.corpus import read_questions
+from kgrag.contents.retrieved import read_retrieved
 from kgrag.eval.report import strategy_row
 from kgrag.graphs.extraction import normalise_name
 from kgrag.pipeline.runner import run_plan
-from kgrag.retrieval.units import CHUNKS_FILE
-from kgrag.steps.corpus import QUESTIONS
-from kgrag.steps.retrieve import RETRIEVED
 
 METRICS = ("coverage", "recall@2", "recall@5")
 
@@ -79,8 +77,8 @@ def main(argv: list[str]) -> None:
     if args.run:
         run_plan(session.plan, spec=session.spec, models=session.models,
                  run_dir=session.run_dir, steps=needed(session, retrieve))
-    questions = pl.read_parquet(session.artefact("corpus") / QUESTIONS)
-    chunks = pl.read_parquet(session.artefact("chunks") / CHUNKS_FILE, columns=["doc_id", "title"])
+    questions = read_questions(session.artefact("corpus"))
+    chunks = read_chunks(session.artefact("chunks"), ["doc_id", "title"])
     title = {d: normalise_name(t) for d, t in chunks.unique("doc_id").iter_rows() if t}
     gold = {q: {title[d] for d in docs if d in title} for q, docs in
             questions.select("question_id", "supporting_doc_ids").iter_rows()}
@@ -91,7 +89,7 @@ def main(argv: list[str]) -> None:
         if not session.artefact(step.name).exists():
             continue
         strategy = step.config["strategy"]
-        retrieved = pl.read_parquet(session.artefact(step.name) / RETRIEVED)
+        retrieved = read_retrieved(session.artefact(step.name))
         row = strategy_row(strategy["name"], strategy["strategy"], METRICS, questions,
                            retrieved, None)
         traces = [json.loads(t) for t in retrieved["trace"]]

@@ -15,6 +15,9 @@ from kgrag.answer import answer
 from kgrag.bundle.compare import metric_differences
 from kgrag.bundle.pack import BundleSummary, make_bundle
 from kgrag.bundle.replay import unpack
+from kgrag.contents.chunks import CHUNKS_FILE
+from kgrag.contents.corpus import QUESTIONS, read_documents, read_questions
+from kgrag.contents.metrics import METRICS, read_metrics
 from kgrag.errors import KgragError
 from kgrag.models import Models
 from kgrag.models.cache import CacheStats, CallCache
@@ -26,12 +29,9 @@ from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.runner import run_plan
 from kgrag.pipeline.step import Counts
-from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.spec import Spec, load_spec
 from kgrag.spec.model import default_cache_dir
 from kgrag.steps import KINDS
-from kgrag.steps.corpus import DOCUMENTS, QUESTIONS
-from kgrag.steps.evaluate import METRICS
 from kgrag.steps.retrieve import load_strategy
 
 Echo = Callable[[str], None]
@@ -99,9 +99,8 @@ def _known_chunk_count(session: Session, intact: bool) -> int | None:
 
 def _known_question_count(session: Session, intact: bool) -> int | None:
     """Questions the run will have: exact once imported, else bounded from the spec."""
-    imported = session.artefact("corpus") / QUESTIONS
-    if intact and imported.exists():
-        return pl.read_parquet(imported).height
+    if intact and (session.artefact("corpus") / QUESTIONS).exists():
+        return read_questions(session.artefact("corpus")).height
     corpus = session.spec.corpus
     if not has_questions(session.spec):
         return 0
@@ -129,9 +128,7 @@ def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = prin
     session = open_session(spec_path)
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
                         run_dir=session.run_dir, force=force, echo=echo)
-    metrics_file = session.run_dir / METRICS
-    metrics = json.loads(metrics_file.read_text()) if "evaluate" in session.plan.by_name() \
-        else None
+    metrics = read_metrics(session.run_dir) if "evaluate" in session.plan.by_name() else None
     return RunResult(manifest, metrics)
 
 
@@ -170,7 +167,7 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     text, _ = answer(session.models.llm("answerer"), context.text, question,
                      max_tokens=session.spec.answer["max_tokens"],
                      style=session.spec.answer["prompt"], length=session.spec.answer["length"])
-    documents = pl.read_parquet(session.artefact("corpus") / DOCUMENTS, columns=["doc_id", "title"])
+    documents = read_documents(session.artefact("corpus"), ["doc_id", "title"])
     title_of = dict(zip(documents["doc_id"], documents["title"]))
     return QueryResult(question, name, context.unit_ids, [title_of[d] for d in context.doc_ids],
                        context.tokens, elapsed_ms, text, context.trace)
@@ -217,7 +214,7 @@ def replay(bundle_path: str | Path, folder: str | Path, corpora: tuple[Path, ...
     differences = None
     if METRICS in unpacked.members:
         differences = metric_differences(json.loads(unpacked.members[METRICS]),
-                                         json.loads((session.run_dir / METRICS).read_text()))
+                                         read_metrics(session.run_dir))
     return ReplayResult(manifest, sum(u["calls"] for u in usage),
                         sum(u["cache_hits"] for u in usage), differences)
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from kgrag.bundle.archive import write_archive
 from kgrag.bundle.sources import layout
+from kgrag.contents.metrics import METRICS
 from kgrag.errors import KgragError
 from kgrag.models.cache import canonical_json
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.pipeline.integrity import damage
-from kgrag.steps.evaluate import METRICS
 
 if TYPE_CHECKING:
     from kgrag.api import Session

@@ -37,6 +37,14 @@ def pagerank(graph: sp.spmatrix, damping: float = 0.85, tol: float = 1e-10) -> n
     return Walk(graph).run(None, damping, tol)
 
 
+def core_size(beta: float, n: int) -> int:
+    """⌈β·n⌉, the number of core chunks of ``n``: β·n is rounded to 9 decimals before the
+    ceiling, so that floating-point noise (0.7·10 = 7.000000000000001) does not add a
+    chunk. The core step selects this many and the dry run bounds extraction calls by it.
+    """
+    return math.ceil(round(beta * n, 9))
+
+
 def select_core(
     graph: sp.spmatrix, beta: float, method: CoreMethod = "pagerank", seed: int = 42
 ) -> np.ndarray:
@@ -46,16 +54,14 @@ def select_core(
     equal scores go to the lower index. ``method="uniform"`` draws a uniform
     sample without replacement from ``numpy.random.default_rng(seed)``. The
     default seed 42 is the authors' seed, though their generator differs, so
-    the sets do not match theirs. β·n is rounded to 9 decimals before the
-    ceiling, so that floating-point noise (0.7·10 = 7.000000000000001) does not
-    add a chunk.
+    the sets do not match theirs.
     """
     if method not in ("pagerank", "uniform"):
         raise KgragError(f"unknown core selection method {method!r}; use 'pagerank' or 'uniform'")
     if not 0.0 <= beta <= 1.0:
         raise KgragError(f"β (core chunk ratio) must be in [0, 1], got {beta}")
     n = graph.shape[0]
-    size = math.ceil(round(beta * n, 9))
+    size = core_size(beta, n)
     if size == 0:
         raise KgragError(
             f"empty skeleton: β={beta} selects no chunk of {n}; raise β or use a "

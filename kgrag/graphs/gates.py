@@ -5,8 +5,9 @@ whose summaries an LLM judges causally connected; retrieval can then cross from 
 dense module to the other instead of staying trapped in it. Checking every pair of
 N modules costs N(N-1)/2 LLM calls, so the paper prunes top-down: a gate between two
 modules covers their subtrees. This module decides *which* pairs are put to the
-judge and in what order; the judge itself (an LLM yes/no over two summaries) is a
-callable from the caller, so the search is testable with plain functions.
+judge and in what order; the judge itself is a callable from the caller (an LLM's
+yes / no over two summaries, ``llm_verdict``, or ``similarity_judge``), so the search
+is testable with plain functions.
 
 Decisions the paper leaves open, made here:
 
@@ -49,10 +50,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kgrag.errors import KgragError
+from kgrag.graphs.extraction import Style
 from kgrag.graphs.hierarchy import Hierarchy
+from kgrag.models.llm import CachedLLM
 
 Judge = Callable[[str, str], bool]
 Adjacency = Callable[[str, str], bool] | set[frozenset[str]]
+
+GATE_INSTRUCTION = (
+    "Two groups of findings from research articles are summarised below. Is there a plausible "
+    "causal or logical connection between them: does one cause, enable, influence or explain "
+    "the other? Answer yes or no."
+)
+YES_NO = 'root ::= "yes" | "no"'
 
 
 @dataclass(frozen=True)
@@ -179,6 +189,20 @@ def similarity_judge(vectors: Mapping[str, np.ndarray], threshold: float) -> Jud
         return float(unit[a] @ unit[b]) >= threshold
 
     return judge
+
+
+def llm_verdict(llm: CachedLLM, text: Mapping[str, str], *, style: Style
+                ) -> Callable[[str, str], str]:
+    """The LLM's "yes" / "no" on whether two modules (their summaries in ``text``) are
+    causally linked, under a grammar; a reply that is neither (a model that ignores
+    grammars) is "other", which the caller reads as no and counts."""
+
+    def verdict(a: str, b: str) -> str:
+        prompt = f"{GATE_INSTRUCTION}\n\nGroup A: {text[a]}\n\nGroup B: {text[b]}\n\nAnswer:"
+        reply = llm.ask(prompt, style=style, max_tokens=2, grammar=YES_NO).text.strip().lower()
+        return reply if reply in ("yes", "no") else "other"
+
+    return verdict
 
 
 def find_gates(hierarchy: Hierarchy, vectors: Mapping[str, np.ndarray],

@@ -16,18 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kgrag.retrieval.local_search import (
-    TEXT_JOINER,
-    Layout,
-    LocalSearch,
-    check_theta,
-    share,
-)
-from kgrag.retrieval.naive import DENSE_TABLE, NaiveStrategy
+from kgrag.contents.dense import open_dense
+from kgrag.retrieval.layout import TEXT_JOINER, Layout, check_theta, share
+from kgrag.retrieval.local_search import LocalSearch
+from kgrag.retrieval.naive import NaiveStrategy
 from kgrag.retrieval.params import SKELETON, TOP_ENTITIES, theta
 from kgrag.retrieval.units import Context, Units
 from kgrag.spec.declarations import Config, GraphRef, Need, Strategy
-from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
@@ -51,8 +46,7 @@ class HybridStrategy:
         local = LocalSearch.load(artefacts["skeleton"], units, layout,
                                  top_entities=config["top_entities"])
         # Candidates for the whole budget: the skeleton may leave all of it to dense chunks.
-        dense = NaiveStrategy(VectorTable.open(artefacts["dense"], DENSE_TABLE), units, None,
-                              budget)
+        dense = NaiveStrategy(open_dense(artefacts["dense"]), units, None, budget)
         return cls(dense, local, units, layout, budget, config["theta"])
 
     def retrieve(self, question: str, vector: np.ndarray) -> Context:

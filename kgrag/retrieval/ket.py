@@ -44,42 +44,43 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from kgrag.contents.bipartite import (
+    EDGES_FILE,
+    SUBCHUNKS_FILE,
+    open_keyword_vectors,
+    open_subchunk_vectors,
+    read_edges,
+    read_subchunks,
+)
+from kgrag.contents.chunks import UNIT_COLUMNS
 from kgrag.errors import KgragError
-from kgrag.retrieval.local_search import (
+from kgrag.retrieval.layout import (
     SOURCES_HEADER,
     TEXT_JOINER,
     Layout,
-    LocalContext,
-    LocalSearch,
     Section,
     best_first,
     check_theta,
-    children_of,
     share,
 )
+from kgrag.retrieval.local_search import LocalContext, LocalSearch, children_of
 from kgrag.retrieval.params import GRAPH_NAME, SKELETON, TOP_ENTITIES, theta
 from kgrag.retrieval.ppr import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Context, Units
 from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
-from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
 
-SUBCHUNKS_FILE = "subchunks.parquet"
-EDGES_FILE = "edges.parquet"
-KEYWORD_TABLE = "keywords"
-SUBCHUNK_TABLE = "subchunks"
 KEYWORD_HEADER = "-----Keyword sources-----"
 KEYWORDS_SEARCHED = 1000
 
 
 def load_subchunks(folder: Path) -> tuple[Units, dict[str, str]]:
     """The bipartite build's sub-chunks as text units, and each one's parent chunk."""
-    table = folder / SUBCHUNKS_FILE
-    parents = pl.read_parquet(table, columns=["chunk_id", "parent_chunk_id"])
-    return Units.load(table), dict(zip(parents["chunk_id"].to_list(),
-                                       parents["parent_chunk_id"].to_list()))
+    table = read_subchunks(folder, [*UNIT_COLUMNS, "parent_chunk_id"])
+    return Units.of(table), dict(zip(table["chunk_id"].to_list(),
+                                     table["parent_chunk_id"].to_list()))
 
 
 class KeywordChannel:
@@ -95,11 +96,11 @@ class KeywordChannel:
 
     @classmethod
     def load(cls, folder: Path, units: Units, layout: Layout) -> KeywordChannel:
-        keywords, keyword_matrix = VectorTable.open(folder, KEYWORD_TABLE).matrix()
-        subchunk_ids, subchunk_matrix = VectorTable.open(folder, SUBCHUNK_TABLE).matrix()
+        keywords, keyword_matrix = open_keyword_vectors(folder).matrix()
+        subchunk_ids, subchunk_matrix = open_subchunk_vectors(folder).matrix()
         if set(subchunk_ids) != units.text.keys():
             raise KgragError(f"the sub-chunk vectors in {folder} do not match {SUBCHUNKS_FILE}")
-        edges = (pl.read_parquet(folder / EDGES_FILE, columns=["keyword", "subchunk_id"])
+        edges = (read_edges(folder)
                  .join(pl.DataFrame({"keyword": keywords, "k": range(len(keywords))}),
                        on="keyword", how="left")
                  .join(pl.DataFrame({"subchunk_id": subchunk_ids, "s": range(len(subchunk_ids))}),

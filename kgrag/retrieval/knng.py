@@ -20,21 +20,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
+from kgrag.contents.core import read_knn
+from kgrag.contents.dense import open_dense
 from kgrag.errors import KgragError
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.local_search import natural_key
-from kgrag.retrieval.naive import DENSE_TABLE, NaiveStrategy
+from kgrag.retrieval.naive import NaiveStrategy
 from kgrag.retrieval.params import SKELETON, TOP_K
 from kgrag.retrieval.units import Context, Units
 from kgrag.spec.declarations import Config, GraphRef, Need, Strategy
-from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
-
-KNN_FILE = "knn.parquet"
 
 
 class KnngStrategy:
@@ -50,10 +48,10 @@ class KnngStrategy:
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> KnngStrategy:
         units, budget = resources.units, config["budget_tokens"]
-        table = VectorTable.open(artefacts["dense"], DENSE_TABLE)
+        table = open_dense(artefacts["dense"])
         dense = NaiveStrategy(table, units, config["top_k"], budget)
         chunk_ids, matrix = table.matrix()
-        edges = pl.read_parquet(artefacts["knn"] / KNN_FILE, columns=["source", "target"])
+        edges = read_knn(artefacts["knn"])
         unknown = set(edges["source"].to_list() + edges["target"].to_list()) - units.text.keys()
         if unknown:
             raise KgragError(f"the KNN graph in {artefacts['knn']} links {len(unknown)} chunks "

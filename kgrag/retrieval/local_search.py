@@ -23,118 +23,38 @@ in sub-chunk order, as in the authors' code (not only those that mention the
 entity, which would need a second grounding pass the paper does not describe).
 
 Token counts are summed from parts instead of re-tokenising the context (see
-``Layout``), so a query costs a few matrix products and dictionary look-ups.
+``kgrag.retrieval.layout``), so a query costs a few matrix products and dictionary look-ups.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
 
-from kgrag.corpus.tokenizer import Tokenizer
+from kgrag.contents.entities import (
+    ENTITIES_FILE,
+    open_entity_vectors,
+    read_entities,
+    read_relationships,
+)
 from kgrag.errors import KgragError
+from kgrag.retrieval.layout import SOURCES_HEADER, TEXT_JOINER, Layout, Section, best_first
 from kgrag.retrieval.units import Units
-from kgrag.store.vectors import VectorTable
 
-ENTITIES_FILE = "entities.parquet"
-RELATIONSHIPS_FILE = "relationships.parquet"
-ENTITY_TABLE = "entities"
-RELATIONSHIP_TABLE = "relationships"  # vectors of "source -- target: description", for users
 ENTITY_HEADER = "-----Entities-----\nid|entity|type|description"
 RELATIONSHIP_HEADER = "-----Relationships-----\nid|source|target|description|strength"
-SOURCES_HEADER = "-----Sources-----"
 ROW_JOINER = "\n"
-TEXT_JOINER = "\n\n"
-SECTION_JOINER = "\n\n"
-
-
-def share(fraction: float, budget: int) -> int:
-    """``int(fraction · budget)``, rounded to 9 decimals first so that float noise does
-    not lose a token: 1000·(1−0.9) gives 100, not 99."""
-    return int(round(fraction * budget, 9))
-
-
-def best_first(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest scores, best first; ties go to the lower index, so a
-    query's context is a pure function of the index."""
-    return np.argsort(-scores, kind="stable")[:k]
 
 
 def natural_key(text: str) -> tuple[str | int, ...]:
     """Sort key reading digit runs as numbers: ``R2`` < ``R10``, ``c:0/2`` < ``c:0/10``."""
     return tuple(int(part) if i % 2 else part for i, part in enumerate(re.split(r"(\d+)", text)))
-
-
-@dataclass(frozen=True)
-
-class Section:
-    """One titled block of the context: a header line, then items joined by ``joiner``."""
-
-    header: str
-    joiner: str
-    ids: list[str]
-    items: list[str]
-    tokens: int  # of the items alone
-
-    def render(self) -> str:
-        return self.header + "\n" + self.joiner.join(self.items)
-
-
-class Layout:
-    """Fills sections within a budget and renders them with their exact token count.
-
-    Re-tokenising a 12,000-token context costs about 30 ms, more than the rest of a
-    KET query, so counts are summed from parts counted once: the stored count of each
-    row or unit, and the count of each header and separator. The sum is exact for a
-    tokenizer that never merges tokens across a newline, such as the bundled
-    WordPiece, where whitespace makes no token at all (the tests check it against
-    ``Tokenizer.count``). While filling, every section is charged an opening separator
-    and every item a joiner, which never undercounts, so a filled context never
-    exceeds its budget.
-    """
-
-    def __init__(self, tokenizer: Tokenizer) -> None:
-        self._tokenizer = tokenizer
-        self._costs: dict[str, int] = {}
-
-    def cost(self, text: str) -> int:
-        """Token count of a fixed string (a header or separator), counted once."""
-        if text not in self._costs:
-            self._costs[text] = self._tokenizer.count(text)
-        return self._costs[text]
-
-    def fill(self, header: str, joiner: str, ranked: Iterable[str], texts: Mapping[str, str],
-             sizes: Mapping[str, int], budget: int) -> tuple[Section, int]:
-        """Take ids in rank order while they fit (a too-large one is skipped, as in
-        ``fill_budget``); return the section and the tokens it may take at most."""
-        opening = self.cost(header) + self.cost("\n") + self.cost(SECTION_JOINER)
-        step = self.cost(joiner)
-        ids: list[str] = []
-        used = items = 0
-        for unit in ranked:
-            size = sizes[unit]
-            cost = size + step + (0 if ids else opening)
-            if used + cost <= budget:
-                ids.append(unit)
-                used += cost
-                items += size
-        return Section(header, joiner, ids, [texts[i] for i in ids], items), used
-
-    def render(self, sections: Iterable[Section]) -> tuple[str, int]:
-        """The context text (empty sections left out) and its token count."""
-        shown = [s for s in sections if s.ids]
-        tokens = sum(self.cost(s.header) + self.cost("\n") + s.tokens
-                     + (len(s.ids) - 1) * self.cost(s.joiner) for s in shown)
-        tokens += max(0, len(shown) - 1) * self.cost(SECTION_JOINER)
-        return SECTION_JOINER.join(s.render() for s in shown), tokens
-
 
 
 def children_of(units: Units, parent_of: Mapping[str, str] | None) -> dict[str, list[str]]:
@@ -148,11 +68,6 @@ def children_of(units: Units, parent_of: Mapping[str, str] | None) -> dict[str, 
     return children
 
 
-def check_theta(config: dict[str, Any]) -> float:
-    theta = config["theta"]
-    if not 0.0 <= theta <= 1.0:
-        raise KgragError(f"strategy {config['name']!r}: theta must be in [0, 1], got {theta}")
-    return theta
 
 
 @dataclass(frozen=True)
@@ -202,9 +117,8 @@ class LocalSearch:
              parent_of: Mapping[str, str] | None = None, top_entities: int = 10) -> LocalSearch:
         """Load a skeleton folder; ``units`` are the text units, which are the chunks
         themselves when ``parent_of`` (unit id → chunk id) is None, else sub-chunks."""
-        entities = pl.read_parquet(folder / ENTITIES_FILE)
-        relationships = pl.read_parquet(folder / RELATIONSHIPS_FILE)
-        entity_ids, matrix = VectorTable.open(folder, ENTITY_TABLE).matrix()
+        entities, relationships = read_entities(folder), read_relationships(folder)
+        entity_ids, matrix = open_entity_vectors(folder).matrix()
         if set(entity_ids) != set(entities["entity_id"].to_list()):
             raise KgragError(f"the entity vectors in {folder} do not match {ENTITIES_FILE}")
         children = children_of(units, parent_of)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kgrag.contents.dense import open_dense
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.params import TOP_K
 from kgrag.retrieval.units import Context, Units
@@ -17,8 +18,6 @@ from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
-
-DENSE_TABLE = "chunks"
 
 
 class NaiveStrategy:
@@ -35,7 +34,7 @@ class NaiveStrategy:
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> NaiveStrategy:
-        return cls(VectorTable.open(artefacts["dense"], DENSE_TABLE), resources.units,
+        return cls(open_dense(artefacts["dense"]), resources.units,
                    config["top_k"], config["budget_tokens"])
 
     def ranked(self, vector: np.ndarray, k: int | None = None) -> list[str]:

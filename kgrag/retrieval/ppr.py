@@ -59,17 +59,17 @@ import polars as pl
 import scipy.sparse as sp
 from bm25s.stopwords import STOPWORDS_EN
 
+from kgrag.contents.chunks import read_chunks
+from kgrag.contents.dense import open_dense
+from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
 from kgrag.graphs.extraction import normalise_name
 from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIPS_FILE
-from kgrag.retrieval.naive import DENSE_TABLE
 from kgrag.retrieval.params import HIERARCHY, SKELETON
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
-from kgrag.retrieval.units import CHUNKS_FILE, Context, Units
+from kgrag.retrieval.units import Context, Units
 from kgrag.spec.declarations import Config, GraphRef, Need, Param, Problem, Strategy
-from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
@@ -254,16 +254,15 @@ class PprSearch:
         if not 0.0 < damping < 1.0:
             raise KgragError(f"strategy {config['name']!r}: damping must be in (0, 1), "
                              f"got {damping}")
-        entities = pl.read_parquet(graph / ENTITIES_FILE, columns=["name", "source_chunk_ids"])
+        entities = read_entities(graph, ["name", "source_chunk_ids"])
         if entities.is_empty():
             raise KgragError(f"strategy {config['name']!r}: the graph in {graph} has no "
                              "entities; ppr needs an entity table to walk")
-        relationships = pl.read_parquet(graph / RELATIONSHIPS_FILE,
-                                        columns=["source", "target", "strength"])
-        ids, matrix = VectorTable.open(dense, DENSE_TABLE).matrix()
+        relationships = read_relationships(graph, ["source", "target", "strength"])
+        ids, matrix = open_dense(dense).matrix()
         titles = None
         if config["titles"]:
-            table = pl.read_parquet(chunks / CHUNKS_FILE, columns=["chunk_id", "title"])
+            table = read_chunks(chunks, ["chunk_id", "title"])
             titles = dict(zip(table["chunk_id"].to_list(), table["title"].to_list()))
         entity_graph = EntityGraph.build(entities, relationships, ids, titles,
                                          config["specific_steps"])

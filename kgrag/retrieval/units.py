@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import polars as pl
-
-CHUNKS_FILE = "chunks.parquet"
 
 
 def unit_text(with_title: bool) -> pl.Expr:
@@ -31,8 +28,8 @@ class Units:
     doc: dict[str, str]
 
     @classmethod
-    def load(cls, table: Path) -> Units:
-        df = pl.read_parquet(table, columns=["chunk_id", "doc_id", "context", "context_tokens"])
+    def of(cls, df: pl.DataFrame) -> Units:
+        """The units of a table with ``kgrag.contents.chunks.UNIT_COLUMNS``."""
         ids = df["chunk_id"].to_list()
         return cls(dict(zip(ids, df["context"].to_list())),
                    dict(zip(ids, df["context_tokens"].to_list())),

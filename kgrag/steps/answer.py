@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import polars as pl
-
 from kgrag.answer import answer
+from kgrag.contents.answers import write_answers
+from kgrag.contents.corpus import read_questions
+from kgrag.contents.retrieved import read_retrieved
 from kgrag.pipeline.step import Counts, StepContext, step_kind
-from kgrag.steps.corpus import QUESTIONS
-from kgrag.steps.retrieve import RETRIEVED
-
-ANSWERS = "answers.parquet"
 
 
 def answered(config: dict[str, Any], counts: Counts) -> int | None:
@@ -24,8 +21,8 @@ def answered(config: dict[str, Any], counts: Counts) -> int | None:
 
 @step_kind("answer", "2", max_llm_calls=answered)
 def answer_questions(ctx: StepContext) -> None:
-    questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
-    retrieved = pl.read_parquet(ctx.input("retrieve") / RETRIEVED)
+    questions = read_questions(ctx.input("corpus"))
+    retrieved = read_retrieved(ctx.input("retrieve"))
     table = questions.join(retrieved, on="question_id", how="inner")
     table = table.head(answered(ctx.config, Counts(questions=table.height, chunks=None)))
     llm = ctx.models.llm("answerer")
@@ -37,6 +34,4 @@ def answer_questions(ctx: StepContext) -> None:
                                   style=ctx.config["prompt"], length=ctx.config["length"])
         rows.append({"question_id": qid, "answer": text, "tokens_in": completion.tokens_in,
                      "tokens_out": completion.tokens_out})
-    pl.DataFrame(rows, schema={"question_id": pl.String, "answer": pl.String,
-                               "tokens_in": pl.Int64, "tokens_out": pl.Int64}
-                 ).write_parquet(ctx.out_dir / ANSWERS)
+    write_answers(ctx.out_dir, rows)

@@ -8,23 +8,21 @@ count (``context_tokens``) is the one every budget is charged with.
 
 from __future__ import annotations
 
-import polars as pl
-
+from kgrag.contents.chunks import write_chunks
+from kgrag.contents.columns import counted
+from kgrag.contents.corpus import read_documents
 from kgrag.corpus import chunk_documents
 from kgrag.pipeline.step import StepContext, step_kind
-from kgrag.retrieval.units import CHUNKS_FILE, unit_text
-from kgrag.steps.corpus import DOCUMENTS
+from kgrag.retrieval.units import unit_text
 
 
 @step_kind("chunk", "1")
 def chunk(ctx: StepContext) -> None:
-    documents = pl.read_parquet(ctx.input("corpus") / DOCUMENTS)
+    documents = read_documents(ctx.input("corpus"))
     tokenizer = ctx.models.tokenizer
     chunks = chunk_documents(documents, tokenizer, ctx.config["size"], ctx.config["overlap"])
     chunks = chunks.join(documents.select("doc_id", "title"), on="doc_id", how="left")
     chunks = chunks.with_columns(context=unit_text(ctx.config["title"]))
-    chunks = chunks.with_columns(
-        context_tokens=pl.Series(tokenizer.count_many(chunks["context"].to_list()),
-                                 dtype=pl.Int64))
-    chunks.write_parquet(ctx.out_dir / CHUNKS_FILE)
+    chunks = counted(chunks, "context", "context_tokens", tokenizer)
+    write_chunks(ctx.out_dir, chunks)
     ctx.notes.update(chunks=chunks.height, tokens=int(chunks["context_tokens"].sum()))

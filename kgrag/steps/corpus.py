@@ -1,9 +1,7 @@
-"""Step ``import``: the spec's corpus → documents.parquet, questions.parquet, sentences.parquet,
-triples.parquet.
+"""Step ``import``: the spec's corpus → the corpus artefact (``kgrag.contents.corpus``).
 
-``sentences.parquet`` is empty except for datasets with sentence-level gold
-(HolisQA), ``triples.parquet`` except for datasets with gold facts (2Wiki); both
-are always written so the evaluate step reads one layout. A corpus artefact built
+Sentences are empty except for datasets with sentence-level gold (HolisQA), triples
+except for datasets with gold facts (2Wiki). A corpus artefact built
 before gold triples were kept has no ``triples.parquet``; the step's version is
 unchanged on purpose, so that adding the file did not invalidate every landed
 run (the evaluate step says how to rebuild it when it needs the triples).
@@ -11,21 +9,14 @@ run (the evaluate step says how to rebuild it when it needs the triples).
 
 from __future__ import annotations
 
+from kgrag.contents.corpus import write_corpus
 from kgrag.corpus import load_corpus
 from kgrag.pipeline.step import StepContext, step_kind
-
-DOCUMENTS = "documents.parquet"
-QUESTIONS = "questions.parquet"
-SENTENCES = "sentences.parquet"
-TRIPLES = "triples.parquet"
 
 
 @step_kind("import", "2")
 def import_corpus(ctx: StepContext) -> None:
     corpus = load_corpus(ctx.spec.corpus, ctx.spec.path.parent)
-    corpus.documents.write_parquet(ctx.out_dir / DOCUMENTS)
-    corpus.questions.write_parquet(ctx.out_dir / QUESTIONS)
-    corpus.sentences.write_parquet(ctx.out_dir / SENTENCES)
-    corpus.triples.write_parquet(ctx.out_dir / TRIPLES)
+    write_corpus(ctx.out_dir, corpus)
     ctx.notes.update(documents=corpus.documents.height, questions=corpus.questions.height,
                      sentences=corpus.sentences.height, triples=corpus.triples.height)

@@ -25,6 +25,13 @@ from typing import Any
 
 import polars as pl
 
+from kgrag.contents.answers import ANSWERS
+from kgrag.contents.chunks import CHUNKS_FILE
+from kgrag.contents.corpus import QUESTIONS, SENTENCES, TRIPLES
+from kgrag.contents.entities import ENTITIES_FILE, RELATIONSHIPS_FILE
+from kgrag.contents.extraction import EXTRACTIONS
+from kgrag.contents.metrics import METRICS
+from kgrag.contents.retrieved import RETRIEVED
 from kgrag.corpus.corpus import empty_triples
 from kgrag.eval.builds import build_row
 from kgrag.eval.registry import EvidenceSpans, ExtractionBuild, Metric, lookup
@@ -32,15 +39,7 @@ from kgrag.eval.report import strategy_row
 from kgrag.eval.structure import gold_nodes, structural_metrics
 from kgrag.pipeline.artefacts import BUILD_RECORD
 from kgrag.pipeline.step import StepContext, step_kind
-from kgrag.retrieval.hugrag import ENTITIES_FILE
-from kgrag.retrieval.local_search import RELATIONSHIPS_FILE
-from kgrag.retrieval.units import CHUNKS_FILE
-from kgrag.steps.answer import ANSWERS
-from kgrag.steps.corpus import QUESTIONS, SENTENCES, TRIPLES
-from kgrag.steps.retrieve import RETRIEVED
-from kgrag.steps.skeleton import EXTRACTIONS
 
-METRICS = "metrics.json"
 log = logging.getLogger(__name__)
 
 

@@ -18,19 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
+from kgrag.contents.chunks import UNIT_COLUMNS, read_chunks
+from kgrag.contents.corpus import read_questions
+from kgrag.contents.retrieved import write_retrieved
 from kgrag.errors import KgragError
 from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.retrieval import STRATEGIES, Resources
-from kgrag.retrieval.units import CHUNKS_FILE, Units
-from kgrag.steps.corpus import QUESTIONS
-
-RETRIEVED = "retrieved.parquet"
-SCHEMA = {"question_id": pl.String, "unit_ids": pl.List(pl.String),
-          "doc_ids": pl.List(pl.String), "context": pl.String, "context_tokens": pl.Int64,
-          "retrieval_ms": pl.Float64, "llm_ms": pl.Float64, "llm_calls": pl.Int64, "llm_tokens_in": pl.Int64,
-          "llm_tokens_out": pl.Int64, "trace": pl.String}
+from kgrag.retrieval.units import Units
 
 
 def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any,
@@ -38,8 +32,9 @@ def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any,
     """Build the configured strategy from its artefact folders (by role)."""
     declared = STRATEGIES[config["strategy"]]
     llm = models.llm("filter") if declared.uses_llm(config) else None
-    resources = Resources(Units.load(inputs["chunks"] / CHUNKS_FILE), models.tokenizer, llm,
-                          prompt_style, models.embedder, models.pipeline)
+    units = Units.of(read_chunks(inputs["chunks"], UNIT_COLUMNS))
+    resources = Resources(units, models.tokenizer, llm, prompt_style, models.embedder,
+                          models.pipeline)
     artefacts = {role: inputs[role] for role in declared.needs(config)}
     return declared.runs.load(config, artefacts, resources)
 
@@ -61,7 +56,7 @@ def retrieve(ctx: StepContext) -> None:
     config = ctx.config["strategy"]
     strategy = load_strategy(config, ctx.inputs, ctx.models, ctx.config.get("prompt",
                                                                              "completion"))
-    questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
+    questions = read_questions(ctx.input("corpus"))
     if "questions" in config:
         questions = questions.head(config["questions"])
     texts = questions["question"].to_list()
@@ -80,13 +75,12 @@ def retrieve(ctx: StepContext) -> None:
                      "llm_tokens_out": context.llm_tokens_out,
                      "trace": json.dumps(context.trace, sort_keys=True)})
     if rows and not any(row["context_tokens"] for row in rows):
-        smallest = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE,
-                                   columns=["context_tokens"])["context_tokens"].min()
+        smallest = read_chunks(ctx.input("chunks"), ["context_tokens"])["context_tokens"].min()
         raise KgragError(
             f"{ctx.step.name}: budget_tokens {config['budget_tokens']} holds nothing for any of "
             f"the {len(rows)} questions (the smallest chunk has {smallest} tokens); raise "
             "budget_tokens")
-    pl.DataFrame(rows, schema=SCHEMA).write_parquet(ctx.out_dir / RETRIEVED)
+    write_retrieved(ctx.out_dir, rows)
     fallbacks = sum("fallback" in json.loads(row["trace"]) for row in rows)
     if fallbacks:
         ctx.notes.update(fallbacks=fallbacks)

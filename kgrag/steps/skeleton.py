@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Any
 
@@ -25,43 +24,32 @@ import networkx as nx
 import numpy as np
 import polars as pl
 
+from kgrag.contents.chunks import read_chunks
+from kgrag.contents.columns import counted
+from kgrag.contents.core import read_core_ids, write_core
+from kgrag.contents.entities import numbered, read_entities, read_relationships
+from kgrag.contents.extraction import write_extraction
+from kgrag.contents.skeleton import write_skeleton
 from kgrag.errors import KgragError
-from kgrag.graphs.core import pagerank, select_core
+from kgrag.graphs.core import core_size, pagerank, select_core
 from kgrag.graphs.descriptions import summarise
 from kgrag.graphs.extraction import Extraction, counts_frame, extract, merge
 from kgrag.graphs.hybrid_extraction import relate
 from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
 from kgrag.pipeline.step import Counts, StepContext, step_kind
-from kgrag.retrieval.knng import KNN_FILE
-from kgrag.retrieval.local_search import (
-    ENTITIES_FILE,
-    ENTITY_TABLE,
-    RELATIONSHIP_TABLE,
-    RELATIONSHIPS_FILE,
-)
-from kgrag.retrieval.units import CHUNKS_FILE, unit_text
-from kgrag.store.vectors import VectorTable
-
-CORE = "core.parquet"
-EXTRACTIONS = "extractions.parquet"
-GRAPHML = "skeleton.graphml"
+from kgrag.retrieval.units import unit_text
 
 
 @step_kind("core", "1")
 def core(ctx: StepContext) -> None:
-    chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE, columns=["chunk_id", "context"])
+    chunks = read_chunks(ctx.input("chunks"), ["chunk_id", "context"])
     texts = chunks["context"].to_list()
     graph = knn_graph(texts, ctx.models.embedder.encode(texts), ctx.config["knn_k"])
     chosen = select_core(graph, ctx.config["beta"], ctx.config["select"], ctx.config["seed"])
     selected = np.zeros(len(texts), dtype=bool)
     selected[chosen] = True
-    ids = chunks["chunk_id"]
-    pl.DataFrame({"chunk_id": ids, "pagerank": pagerank(graph), "core": selected}
-                 ).write_parquet(ctx.out_dir / CORE)
-    rows, cols = graph.nonzero()
-    pl.DataFrame({"source": ids.gather(rows), "target": ids.gather(cols)}
-                 ).write_parquet(ctx.out_dir / KNN_FILE)
+    write_core(ctx.out_dir, chunks["chunk_id"], pagerank(graph), selected, graph.nonzero())
     ctx.notes.update(chunks=len(texts), core_chunks=int(selected.sum()),
                      knn_edges=int(graph.nnz // 2))
 
@@ -73,25 +61,20 @@ def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
         return 0
     if counts.chunks is None:
         return None
-    core_chunks = math.ceil(round(config["beta"] * counts.chunks, 9))
-    return core_chunks * (1 + config["llm"]["max_retries"])
+    return core_size(config["beta"], counts.chunks) * (1 + config["llm"]["max_retries"])
 
 
 @step_kind("extract", "2", max_llm_calls=extraction_calls)
 def extract_core(ctx: StepContext) -> None:
-    chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE,
-                             columns=["chunk_id", "title", "text", "context"])
+    chunks = read_chunks(ctx.input("chunks"), ["chunk_id", "title", "text", "context"])
     todo = chunks  # HugRAG's hierarchy extracts from every chunk: it has no core step
     if "core" in ctx.inputs:
-        core_ids = pl.read_parquet(ctx.input("core") / CORE).filter(pl.col("core"))["chunk_id"]
-        todo = chunks.filter(pl.col("chunk_id").is_in(core_ids.implode()))
+        todo = chunks.filter(pl.col("chunk_id").is_in(read_core_ids(ctx.input("core")).implode()))
     method = ctx.config.get("method", "llm")
     extractions = {"nlp": _extract_nlp, "hybrid": _extract_hybrid,
                    "llm": _extract_llm}[method](ctx, todo)
-    counts_frame(extractions).write_parquet(ctx.out_dir / EXTRACTIONS)
     entities, relationships = merge(extractions)
-    entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
-    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS_FILE)
+    write_extraction(ctx.out_dir, counts_frame(extractions), entities, relationships)
     failed = [x.chunk_id for x in extractions if x.failed]
     ctx.notes.update(
         core_chunks=len(extractions), attempts=sum(x.attempts for x in extractions),
@@ -150,8 +133,8 @@ def _extract_hybrid(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
 
 def read_extraction(ctx: StepContext) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The merged entities and relationships of the ``extract`` input; none is an error."""
-    entities = pl.read_parquet(ctx.input("extract") / ENTITIES_FILE)
-    relationships = pl.read_parquet(ctx.input("extract") / RELATIONSHIPS_FILE)
+    entities = read_entities(ctx.input("extract"))
+    relationships = read_relationships(ctx.input("extract"))
     if entities.is_empty():
         raise KgragError(f"{ctx.step.name}: the extraction produced no entities (see the "
                          "extract step's failed_chunks in the manifest); nothing to build")
@@ -169,33 +152,20 @@ def skeleton(ctx: StepContext) -> None:
     tokenizer = ctx.models.tokenizer
     if "summarise" in ctx.config:
         entities, relationships = _summarise_descriptions(ctx, entities, relationships)
-    entities = entities.with_columns(
-        entity_id=pl.format("E{}", pl.int_range(1, pl.len() + 1)),
-        chunk_ids=pl.col("source_chunk_ids"))
-    entities = entities.with_columns(
-        row=pl.format("{}|{}|{}|{}", "entity_id", "name", "type", "description"))
-    relationships = relationships.with_columns(
-        relationship_id=pl.format("R{}", pl.int_range(1, pl.len() + 1)),
-        chunk_ids=pl.col("source_chunk_ids"))
-    relationships = relationships.with_columns(
+    entities, relationships = numbered(entities, relationships)
+    entities = counted(entities.with_columns(
+        row=pl.format("{}|{}|{}|{}", "entity_id", "name", "type", "description")),
+        "row", "row_tokens", tokenizer)
+    relationships = counted(relationships.with_columns(
         row=pl.format("{}|{}|{}|{}|{}", "relationship_id", "source", "target", "description",
-                      pl.col("strength").round(1)))
-    entities = entities.with_columns(
-        row_tokens=pl.Series(tokenizer.count_many(entities["row"].to_list()), dtype=pl.Int64))
-    relationships = relationships.with_columns(
-        row_tokens=pl.Series(tokenizer.count_many(relationships["row"].to_list()),
-                             dtype=pl.Int64))
-    entities.write_parquet(ctx.out_dir / ENTITIES_FILE)
-    relationships.write_parquet(ctx.out_dir / RELATIONSHIPS_FILE)
-    described = [f"{n}: {d}" for n, d in zip(entities["name"], entities["description"])]
-    VectorTable.create(ctx.out_dir, ENTITY_TABLE, entities["entity_id"].to_list(),
-                       ctx.models.embedder.encode(described))
+                      pl.col("strength").round(1))), "row", "row_tokens", tokenizer)
+    encode = ctx.models.embedder.encode
+    entity_vectors = encode([f"{n}: {d}" for n, d in
+                             zip(entities["name"], entities["description"])])
+    relationship_vectors = None
     if ctx.config.get("relationship_vectors", True) and not relationships.is_empty():
-        described = [f"{s} -- {t}: {d}" for s, t, d in relationships.select(
-            "source", "target", "description").iter_rows()]
-        VectorTable.create(ctx.out_dir, RELATIONSHIP_TABLE,
-                           relationships["relationship_id"].to_list(),
-                           ctx.models.embedder.encode(described))
+        relationship_vectors = encode([f"{s} -- {t}: {d}" for s, t, d in relationships.select(
+            "source", "target", "description").iter_rows()])
     graph = nx.Graph()
     for name, kind, description in zip(entities["name"], entities["type"],
                                         entities["description"]):
@@ -204,7 +174,8 @@ def skeleton(ctx: StepContext) -> None:
             relationships["source"], relationships["target"], relationships["description"],
             relationships["strength"]):
         graph.add_edge(source, target, description=description, strength=float(strength))
-    nx.write_graphml(graph, ctx.out_dir / GRAPHML)
+    write_skeleton(ctx.out_dir, entities, relationships, entity_vectors, relationship_vectors,
+                   graph)
     ctx.notes.update(entities=entities.height, relationships=relationships.height,
                      components=nx.number_connected_components(graph))
 

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from kgrag import api
-from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIPS_FILE
+from kgrag.contents.entities import ENTITIES_FILE, RELATIONSHIPS_FILE
 from tests.conftest import write_spec
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import polars as pl
 
 from kgrag import api
+from kgrag.contents.chunks import CHUNKS_FILE
+from kgrag.contents.corpus import QUESTIONS, SENTENCES
+from kgrag.contents.metrics import METRICS
+from kgrag.contents.retrieved import RETRIEVED, SCHEMA
 from kgrag.pipeline.step import StepContext
-from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.steps import KINDS
-from kgrag.steps.corpus import QUESTIONS, SENTENCES
-from kgrag.steps.evaluate import METRICS
-from kgrag.steps.retrieve import RETRIEVED, SCHEMA
 from tests.conftest import SHARED_DATA, write_spec
 
 EMPTY = {pl.Int64: 0, pl.Float64: 0.0, pl.String: ""}  # any other retrieved column stays blank

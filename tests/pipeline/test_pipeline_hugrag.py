@@ -16,9 +16,9 @@ import polars as pl
 import pytest
 
 from kgrag import api
-from kgrag.retrieval.hugrag import SUMMARIES_FILE
+from kgrag.contents.summaries import SUMMARIES_FILE
+from kgrag.graphs.module_summaries import extractive_summary
 from kgrag.spec import check_spec
-from kgrag.steps.hierarchy import extractive_summary
 from tests.conftest import SHARED_DATA, write_spec
 from tests.standin import WORD, RuleLLM, run_with
 

@@ -14,12 +14,12 @@ import pytest
 
 from kgrag import api
 from kgrag.cli import main
+from kgrag.contents.answers import ANSWERS
+from kgrag.contents.chunks import CHUNKS_FILE
+from kgrag.contents.dense import DENSE_TABLE
+from kgrag.contents.metrics import METRICS
 from kgrag.pipeline import integrity
 from kgrag.pipeline.integrity import LISTING, damage, file_listing, write_listing
-from kgrag.retrieval.naive import DENSE_TABLE
-from kgrag.retrieval.units import CHUNKS_FILE
-from kgrag.steps.answer import ANSWERS
-from kgrag.steps.evaluate import METRICS
 from kgrag.store.vectors import VectorTable
 from tests.conftest import write_spec
 from tests.standin import RuleLLM, open_with, run_with

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from kgrag import api
+from kgrag.contents.entities import ENTITIES_FILE, RELATIONSHIPS_FILE
 from kgrag.errors import KgragError
-from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIPS_FILE
 from kgrag.spec import check_spec
 from tests.conftest import SHARED_DATA, write_spec
 from tests.standin import RuleLLM, run_with

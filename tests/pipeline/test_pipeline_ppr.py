@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from kgrag.cli import main
-from kgrag.steps.retrieve import RETRIEVED
+from kgrag.contents.retrieved import RETRIEVED
 from tests.conftest import write_spec
 from tests.standin import RuleLLM, run_with
 

@@ -21,14 +21,10 @@ from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.models.llm import CachedLLM, LLMSettings
 from kgrag.models.registry import resolve_embedder
 from kgrag.retrieval import STRATEGIES, Resources
-from kgrag.retrieval.hugrag import (
-    HugragGraph,
-    HugragStrategy,
-    Node,
-    filter_schema,
-    keyword_lexicon,
-    linearise,
-)
+from kgrag.retrieval.causal_filter import filter_schema, linearise
+from kgrag.retrieval.hugrag import HugragStrategy
+from kgrag.retrieval.hugrag_graph import HugragGraph, Node, keyword_lexicon
+from kgrag.retrieval.hugrag_search import expand, hybrid_scores, mmr, relationships_among
 from kgrag.retrieval.ppr import EntityGraph, PprSearch
 from kgrag.retrieval.units import Units
 from tests.conftest import ScriptedBackend
@@ -82,8 +78,8 @@ def keys(g: HugragGraph, chosen: dict[int, int]) -> dict[str, int]:
 
 def test_hybrid_score_adds_keyword_overlap() -> None:
     g = graph()
-    semantic_only = g.scores(QUESTION, VECTOR, 1.0)
-    hybrid = g.scores(QUESTION, VECTOR, 0.7)
+    semantic_only = hybrid_scores(g, QUESTION, VECTOR, 1.0)
+    hybrid = hybrid_scores(g, QUESTION, VECTOR, 0.7)
     gamma = g.index[("entity", "GAMMA")]
     # "gamma" is one of the question's 3 keywords (alpha, drive, gamma; "why/does" stop)
     assert hybrid[gamma] > 0.7 * semantic_only[gamma]
@@ -93,40 +89,40 @@ def test_hybrid_score_adds_keyword_overlap() -> None:
 
 def test_mmr_prefers_a_novel_second_seed() -> None:
     g = graph()
-    scores = g.scores(QUESTION, VECTOR, 1.0)
-    first, second = g.mmr(scores, "module", 2, 0.3)
+    scores = hybrid_scores(g, QUESTION, VECTOR, 1.0)
+    first, second = mmr(g, scores, "module", 2, 0.3)
     assert g.nodes[first].key == "M2"  # most relevant
     # M1 is more relevant than M3 but nearly a copy of M2: MMR takes M3
     assert g.nodes[second].key == "M3"
-    assert g.mmr(scores, "entity", 0, 0.7) == []
+    assert mmr(g, scores, "entity", 0, 0.7) == []
 
 
 def test_expansion_follows_gates_within_hops_and_budget() -> None:
     g = graph()
-    scores = g.scores(QUESTION, VECTOR, 0.7)
+    scores = hybrid_scores(g, QUESTION, VECTOR, 0.7)
     seeds = [g.index[("module", "M1")]]
     everything = frozenset(WEIGHTS)
-    chosen, used = g.expand(seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=5,
-                            fan_out=5, allowed=everything)
+    chosen, used = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=5,
+                          fan_out=5, allowed=everything)
     reached = keys(g, chosen)
     assert reached["M1"] == 0 and reached["M3"] == 1 and reached["GAMMA"] == 2
     assert used == sum(n.tokens for n in g.nodes)  # budget large enough for all
-    no_gates, _ = g.expand(seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=5,
-                           fan_out=5, allowed=everything - {"gate"})
+    no_gates, _ = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=5,
+                         fan_out=5, allowed=everything - {"gate"})
     assert "M3" not in keys(g, no_gates) and "GAMMA" not in keys(g, no_gates)
-    short, _ = g.expand(seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=1,
-                        fan_out=5, allowed=everything)
+    short, _ = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=1,
+                      fan_out=5, allowed=everything)
     assert set(keys(g, short)) == {"M1", "M2", "M3"}
-    narrow, _ = g.expand(seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=1,
-                         fan_out=1, allowed=everything)
+    narrow, _ = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=1,
+                       fan_out=1, allowed=everything)
     assert len(narrow) == 2
     # a 50-token budget: the six 5-token nodes come first (higher gain); then no
     # 40-token chunk fits, and a node too big for the rest is skipped, not a stop
-    tight, used = g.expand(seeds, scores, 50, weights=WEIGHTS, decay=0.7, max_hops=5,
-                           fan_out=5, allowed=everything)
+    tight, used = expand(g, seeds, scores, 50, weights=WEIGHTS, decay=0.7, max_hops=5,
+                         fan_out=5, allowed=everything)
     assert used == 30 and not any(g.nodes[i].kind == "chunk" for i in tight)
-    roomy, used = g.expand(seeds, scores, 71, weights=WEIGHTS, decay=0.7, max_hops=5,
-                           fan_out=5, allowed=everything)
+    roomy, used = expand(g, seeds, scores, 71, weights=WEIGHTS, decay=0.7, max_hops=5,
+                         fan_out=5, allowed=everything)
     assert used == 70 and sum(g.nodes[i].kind == "chunk" for i in roomy) == 1
 
 
@@ -134,11 +130,11 @@ def test_linearisation_gives_short_ids_by_kind() -> None:
     g = graph()
     chosen = {g.index[("entity", "ALPHA")]: 0, g.index[("chunk", "c1")]: 1,
               g.index[("module", "M2")]: 1, g.index[("entity", "BETA")]: 1}
-    rels, _ = g.relationships_among(chosen, 100)
+    rels, _ = relationships_among(g, chosen, 100)
     items = linearise(g, chosen, rels)
     assert [i.item_id for i in items] == ["M1", "N1", "N2", "R1", "T1"]
     assert items[0].key == "M2" and items[-1].key == "c1"
-    assert g.relationships_among(chosen, 3)[0] == []  # no room for the 6-token row
+    assert relationships_among(g, chosen, 3)[0] == []  # no room for the 6-token row
     schema = filter_schema(["N1", "T1"], spurious_aware=False)
     assert list(schema["properties"]) == ["precise"]
     assert schema["properties"]["precise"]["items"]["enum"] == ["N1", "T1"]

@@ -33,7 +33,8 @@ from kgrag.errors import KgragError
 from kgrag.models.registry import resolve_embedder
 from kgrag.retrieval import STRATEGIES, Resources
 from kgrag.retrieval.ket import KEYWORD_HEADER, KetStrategy
-from kgrag.retrieval.local_search import ENTITY_HEADER, share
+from kgrag.retrieval.layout import share
+from kgrag.retrieval.local_search import ENTITY_HEADER
 from kgrag.store.vectors import VectorTable
 
 SIMILARITY = {"c5/1": 0.99, "c2/1": 0.95, "c1/0": 0.9, "c3/0": 0.5, "c4/0": 0.3,

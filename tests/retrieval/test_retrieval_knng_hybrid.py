@@ -21,7 +21,8 @@ from kgrag.models.registry import resolve_embedder
 from kgrag.retrieval import STRATEGIES, Resources
 from kgrag.retrieval.hybrid import DENSE_HEADER, HybridStrategy
 from kgrag.retrieval.knng import KnngStrategy
-from kgrag.retrieval.local_search import ENTITY_HEADER, share
+from kgrag.retrieval.layout import share
+from kgrag.retrieval.local_search import ENTITY_HEADER
 from kgrag.store.vectors import VectorTable
 
 ALL_CHUNKS = {**CHUNKS, **{f"c{i}": (f"d{i}", f"# Doc {i}\n{word} river flows past the {word} hill")

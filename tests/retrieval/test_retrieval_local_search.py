@@ -27,13 +27,12 @@ import pytest
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.models.registry import resolve_embedder
+from kgrag.retrieval.layout import Layout, share
 from kgrag.retrieval.local_search import (
     ENTITY_HEADER,
     RELATIONSHIP_HEADER,
-    Layout,
     LocalSearch,
     natural_key,
-    share,
 )
 from kgrag.retrieval.units import Units
 from kgrag.store.vectors import VectorTable

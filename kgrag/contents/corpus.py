@@ -1,0 +1,35 @@
+"""The ``corpus`` artefact (step ``import``): documents, questions, gold sentences and
+gold triples, one table each (``kgrag.corpus.corpus`` describes their columns).
+
+``sentences.parquet`` and ``triples.parquet`` are written even when empty, so readers
+see one layout (``kgrag.steps.corpus`` says why an older corpus artefact may lack
+``triples.parquet``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from kgrag.corpus.corpus import Corpus
+
+DOCUMENTS = "documents.parquet"
+QUESTIONS = "questions.parquet"
+SENTENCES = "sentences.parquet"
+TRIPLES = "triples.parquet"
+
+
+def write_corpus(folder: Path, corpus: Corpus) -> None:
+    corpus.documents.write_parquet(folder / DOCUMENTS)
+    corpus.questions.write_parquet(folder / QUESTIONS)
+    corpus.sentences.write_parquet(folder / SENTENCES)
+    corpus.triples.write_parquet(folder / TRIPLES)
+
+
+def read_documents(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:
+    return pl.read_parquet(folder / DOCUMENTS, columns=columns)
+
+
+def read_questions(folder: Path) -> pl.DataFrame:
+    return pl.read_parquet(folder / QUESTIONS)
