@@ -13,7 +13,7 @@ structural, membership and relationship edges):
 4. the causal filter, one LLM call that keeps the evidence on a causal path to the
    answer (``kgrag.retrieval.causal_filter``).
 
-``entity_seeds: ppr`` (not in the paper; issue 19) picks the ``seed_entities``
+``entity_seeds: ppr`` (not in the paper) picks the ``seed_entities``
 entity seeds by personalised PageRank instead of MMR: the hierarchy's canonical
 entities are walked from the entities the question names (``PprSearch``, as
 strategy ``ppr`` walks them) and the entities with the most mass seed the gated

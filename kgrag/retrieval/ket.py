@@ -26,7 +26,7 @@ Text units are the sub-chunks of the bipartite build whenever the strategy reads
 one (θ<1), and the skeleton is then rewired to them; at θ=1 no bipartite graph is
 read and the skeleton's text units are the chunks themselves.
 
-``skeleton_search: ppr`` (not in the paper; issue 19) ranks the skeleton channel by
+``skeleton_search: ppr`` (not in the paper) ranks the skeleton channel by
 personalised PageRank instead of local search, within the same θ split: the
 skeleton's extraction is walked from the question's entities exactly as strategy
 ``ppr`` walks it (``PprSearch``: seeds, titles, specificity, dense fallback), and

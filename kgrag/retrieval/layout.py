@@ -60,9 +60,9 @@ class Section:
 class Layout:
     """Fills sections within a budget and renders them with their exact token count.
 
-    Re-tokenising a 12,000-token context costs about 30 ms, more than the rest of a
-    KET query, so counts are summed from parts counted once: the stored count of each
-    row or unit, and the count of each header and separator. The sum is exact for a
+    Re-tokenising a whole context costs more than the rest of a KET query, so counts
+    are summed from parts counted once: the stored count of each row or unit, and the
+    count of each header and separator. The sum is exact for a
     tokenizer that never merges tokens across a newline, such as the bundled
     WordPiece, where whitespace makes no token at all (the tests check it against
     ``Tokenizer.count``). While filling, every section is charged an opening separator
