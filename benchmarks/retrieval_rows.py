@@ -26,7 +26,7 @@ import polars as pl
 
 from kgrag import api
 from kgrag.eval.report import strategy_row
-from kgrag.graphs.extraction import normalise_name
+from kgrag.graphs.names import normalise_name
 from kgrag.pipeline.runner import run_plan
 from kgrag.retrieval.units import CHUNKS_FILE
 from kgrag.steps.corpus import QUESTIONS

@@ -60,7 +60,7 @@ import scipy.sparse as sp
 from bm25s.stopwords import STOPWORDS_EN
 
 from kgrag.errors import KgragError
-from kgrag.graphs.extraction import normalise_name
+from kgrag.graphs.names import normalise_name
 from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.local_search import ENTITIES_FILE, RELATIONSHIPS_FILE

@@ -31,9 +31,9 @@ import numpy as np
 import polars as pl
 
 from kgrag.graphs.canonical import canonicalise
-from kgrag.graphs.extraction import DESCRIPTION_SEPARATOR
 from kgrag.graphs.gates import find_gates, module_adjacency, similarity_judge
 from kgrag.graphs.hierarchy import Hierarchy, Module, leiden_hierarchy
+from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
 from kgrag.models.llm import InvalidOutput
 from kgrag.pipeline.registry import step_kind
 from kgrag.pipeline.runner import StepContext

@@ -12,7 +12,7 @@ import pytest
 
 from kgrag import api
 from kgrag.errors import KgragError
-from kgrag.graphs.extraction import DESCRIPTION_SEPARATOR
+from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
 from kgrag.retrieval.ket import SUBCHUNKS_FILE
 from kgrag.retrieval.local_search import (
     ENTITIES_FILE,
