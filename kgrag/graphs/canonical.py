@@ -51,7 +51,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -63,6 +62,7 @@ from kgrag.graphs.merge import (
     DESCRIPTION_SEPARATOR,
     ENTITY_FRAME_SCHEMA,
     RELATIONSHIP_FRAME_SCHEMA,
+    Row,
     merge_entities,
     merge_relationships,
 )
@@ -70,7 +70,6 @@ from kgrag.graphs.name_pairs import cosine_pairs, distinct_identifiers, fuzzy_pa
 from kgrag.graphs.names import surface_key
 
 Embed = Callable[[list[str]], np.ndarray]
-Row = dict[str, Any]
 
 
 @dataclass(frozen=True)
