@@ -35,8 +35,10 @@ from typing import Any
 from kgrag.corpus import load_corpus
 from kgrag.eval.builds import extraction_figures
 from kgrag.eval.gold import evidence_chunks, gold_scores
-from kgrag.graphs.extraction import Extraction, counts_frame, extract, merge
+from kgrag.graphs.elements import Extraction, counts_frame
+from kgrag.graphs.extraction import extract
 from kgrag.graphs.hybrid_extraction import LLM_STRENGTH, relate
+from kgrag.graphs.merge import merge
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
 from kgrag.models.cache import CallCache
 from kgrag.models.llm import CachedLLM, LLMSettings

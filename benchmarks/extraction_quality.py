@@ -34,13 +34,10 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kgrag.graphs.extraction import (
-    MAX_ENTITIES,
-    MAX_RELATIONSHIPS,
-    Extraction,
-    extract,
-    merge,
-)
+from kgrag.graphs.elements import Extraction
+from kgrag.graphs.extraction import extract
+from kgrag.graphs.extraction_prompt import MAX_ENTITIES, MAX_RELATIONSHIPS
+from kgrag.graphs.merge import merge
 from kgrag.models.cache import CallCache
 from kgrag.models.llm import CachedLLM, LLMSettings
 from kgrag.models.registry import resolve_llm

@@ -41,9 +41,9 @@ import polars as pl
 from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.corpus.keywords import keywords
 from kgrag.graphs.canonical import Canonical, canonicalise
-from kgrag.graphs.extraction import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
 from kgrag.graphs.gates import GateSearch, find_gates, module_adjacency
 from kgrag.graphs.hierarchy import Hierarchy, leiden_hierarchy
+from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder
@@ -61,7 +61,7 @@ JUDGE_COSINE = 0.6
 
 
 def stand_in_extraction(chunks: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Entity and relationship frames shaped like ``extraction.merge``'s output."""
+    """Entity and relationship frames shaped like ``merge.merge``'s output."""
     entities: dict[str, list[str]] = {}
     relationships: dict[tuple[str, str], list[str]] = {}
     for chunk_id, text in zip(chunks["chunk_id"], chunks["text"]):

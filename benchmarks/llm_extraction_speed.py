@@ -49,7 +49,9 @@ from typing import Any
 
 from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.corpus.tokenizer import Tokenizer
-from kgrag.graphs.extraction import Extraction, chat_messages, extract, max_output_tokens
+from kgrag.graphs.elements import Extraction
+from kgrag.graphs.extraction import extract
+from kgrag.graphs.extraction_prompt import chat_messages, max_output_tokens
 from kgrag.graphs.hybrid_extraction import relate
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
 from kgrag.models.cache import CallCache

@@ -27,7 +27,7 @@ from kgrag.contents.chunks import read_chunks
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.eval.report import strategy_row
-from kgrag.graphs.extraction import normalise_name
+from kgrag.graphs.names import normalise_name
 from kgrag.pipeline.runner import run_plan
 
 METRICS = ("coverage", "recall@2", "recall@5")

@@ -14,6 +14,9 @@ The rules:
 * A trailing possessive ``'s`` is removed (``Tolkien's`` → ``Tolkien``), so a
   name and its possessive are one keyword, as NLTK's split of ``'s`` gives.
 * Case is kept (as in the authors' code): ``Apple`` and ``apple`` differ.
+  ``lower=True`` lower-cases the keywords once the stop-word rules have run
+  (HugRAG's lexical score matches a question's words whatever their case), so
+  ``US`` is still an acronym and becomes ``us``.
 * Stop words are matched case-insensitively, except for two exceptions.
   An all-caps word of two or more letters is treated as an acronym and kept
   (``US``, ``WHO``, ``IT``). ``may`` and ``will`` are stop words only in
@@ -76,7 +79,7 @@ _WORD = re.compile(r"[^\W_]+(?:['-][^\W_]+)*")
 _POSSESSIVE = ("'s", "'S")
 
 
-def keywords(text: str) -> list[str]:
+def keywords(text: str, *, lower: bool = False) -> list[str]:
     """Return the keywords of ``text`` in order of occurrence, repeats included.
 
     Repeats are kept so a caller can count frequencies; the incidence matrix
@@ -87,12 +90,14 @@ def keywords(text: str) -> list[str]:
         if word.endswith(_POSSESSIVE):
             word = word[:-2]
         if len(word) > 1 and _has_letter(word) and not _is_stop_word(word):
-            found.append(word)
+            found.append(word.lower() if lower else word)
     return found
 
 
-def keyword_matrix(texts: Sequence[str]) -> tuple[sp.csr_matrix, list[str]]:
-    """Return the binary text × keyword incidence matrix and its vocabulary.
+def keyword_matrix(texts: Sequence[str], *, lower: bool = False
+                   ) -> tuple[sp.csr_matrix, list[str]]:
+    """Return the binary text × keyword incidence matrix and its vocabulary (the
+    keywords of ``keywords(text, lower=lower)``).
 
     Rows follow ``texts``. Columns are the distinct keywords sorted by code
     point, so the result does not depend on the order in which words were
@@ -103,7 +108,8 @@ def keyword_matrix(texts: Sequence[str]) -> tuple[sp.csr_matrix, list[str]]:
     rows: list[int] = []
     columns: list[int] = []
     for row, text in enumerate(texts):
-        present = {vocabulary.setdefault(word, len(vocabulary)) for word in keywords(text)}
+        present = {vocabulary.setdefault(word, len(vocabulary))
+                   for word in keywords(text, lower=lower)}
         columns.extend(present)
         rows.extend([row] * len(present))
     words = sorted(vocabulary)

@@ -15,8 +15,8 @@ text does not state). Over the triples in scope:
   words). A soft, lexical match: it says the relationship names the relation, not
   that it is correct.
 
-Names match when they share an alias. ``aliases`` normalises a name (accents
-dropped, case folded, punctuation as spaces: "Pál Gábor" and "PAL GABOR" agree) and
+Names match when they share an alias. ``aliases`` normalises a name (``match_form``:
+accents dropped, case folded, punctuation as spaces: "Pál Gábor" and "PAL GABOR" agree) and
 adds its forms without a disambiguating parenthesis ("The Zone (2017 film)"), before
 a qualifying comma ("Thomas Stanley, 1st Earl of Derby", "Montreal, Quebec"; not
 "July 23, 1968"), without a leading article, and as first and last word of three or
@@ -27,11 +27,12 @@ its aliases occurs in the normalised text as whole words.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import polars as pl
+
+from kgrag.graphs.names import match_form
 
 RELATION_CUES: dict[str, tuple[str, ...]] = {
     "director": ("direct",),
@@ -58,15 +59,7 @@ RELATION_CUES: dict[str, tuple[str, ...]] = {
 }
 _FUNCTION_WORDS = frozenset({"of", "at", "the", "a", "an", "date", "place", "received"})
 _PARENTHESIS = re.compile(r"\s*\([^)]*\)")
-_NOT_WORD = re.compile(r"[^\w]+")
 _ARTICLE = re.compile(r"^(the|a|an) ")
-
-
-def normalise(text: str) -> str:
-    """Accents dropped, case folded, every run of non-word characters one space."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return " ".join(_NOT_WORD.sub(" ", plain.casefold()).replace("_", " ").split())
 
 
 def aliases(name: str) -> frozenset[str]:
@@ -74,7 +67,7 @@ def aliases(name: str) -> frozenset[str]:
     forms = {name, _PARENTHESIS.sub("", name)}
     heads = {head for head, comma, rest in (form.partition(",") for form in forms)
              if comma and rest.strip() and not rest.strip().isdigit()}
-    normalised = {normalise(form) for form in forms | heads}
+    normalised = {match_form(form) for form in forms | heads}
     normalised |= {_ARTICLE.sub("", form) for form in normalised}
     normalised |= {f"{words[0]} {words[-1]}" for words in map(str.split, normalised)
                    if len(words) >= 3 and not any(c.isdigit() for c in "".join(words))}
@@ -87,7 +80,7 @@ Triple = tuple[str, str, str]
 def evidence_chunks(triples: pl.DataFrame, units: Mapping[str, str]) -> dict[Triple, set[str]]:
     """Each distinct (subject, relation, object) → the units whose text mentions both
     subject and object (a triple several questions share is one key)."""
-    padded = {chunk: f" {normalise(text)} " for chunk, text in units.items()}
+    padded = {chunk: f" {match_form(text)} " for chunk, text in units.items()}
     unique = triples.select("subject", "relation", "object").unique(maintain_order=True)
     evidence = {}
     for subject, relation, obj in unique.iter_rows():
@@ -105,8 +98,8 @@ def _mentioned(padded_text: str, names: frozenset[str]) -> bool:
 def relation_matches(relation: str, description: str) -> bool:
     """Whether a description holds a word starting with one of the relation's cue stems."""
     cues = RELATION_CUES.get(relation.strip().lower()) or tuple(
-        word[:5] for word in normalise(relation).split() if word not in _FUNCTION_WORDS)
-    return any(word.startswith(cues) for word in normalise(description).split())
+        word[:5] for word in match_form(relation).split() if word not in _FUNCTION_WORDS)
+    return any(word.startswith(cues) for word in match_form(description).split())
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kgrag.graphs.extraction import DESCRIPTION_SEPARATOR, Style, text_field
+from kgrag.graphs.extraction_prompt import Style, text_field
+from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
 from kgrag.models.llm import CachedLLM, InvalidOutput
 from kgrag.progress import progress
 

@@ -37,14 +37,10 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from kgrag.graphs.extraction import (
-    EXAMPLES,
-    Extraction,
-    Relationship,
-    Style,
-    add_relationship,
-    text_field,
-)
+from kgrag.graphs.elements import Extraction, Relationship
+from kgrag.graphs.extraction_prompt import EXAMPLES, Style, text_field
+from kgrag.graphs.merge import add_relationship
+from kgrag.graphs.names import single_spaces
 from kgrag.models.llm import CachedLLM, InvalidOutput, Message
 
 HYBRID_VERSION = "1"  # bump when the prompt, the schema or the merge rules change
@@ -83,7 +79,7 @@ def relation_schema(names: list[str], max_relationships: int) -> dict[str, Any]:
 
 
 def _question(text: str, names: list[str] | tuple[str, ...]) -> str:
-    return f"Text: {' '.join(text.split())}\nEntities: {'; '.join(names)}"
+    return f"Text: {single_spaces(text)}\nEntities: {'; '.join(names)}"
 
 
 def _answer(triples: tuple[tuple[str, str, str], ...]) -> str:
@@ -111,7 +107,7 @@ def offered_names(extraction: Extraction, text: str) -> dict[str, str]:
     holding a quote or backslash are left out: llama-cpp-python's grammar converter
     escapes them wrongly."""
     ranked = sorted(extraction.entities, key=lambda e: e.type == "concept")
-    cleaned = " ".join(text.split())
+    cleaned = single_spaces(text)
     offered: dict[str, str] = {}
     for entity in ranked:
         if len(offered) == MAX_OFFERED:
@@ -170,7 +166,7 @@ def relate(llm: CachedLLM, nlp: Extraction, text: str, *, style: Style = "comple
             counts["relationships_invalid"] += 1
             continue
         add_relationship(relationships, Relationship(
-            ends[0], ends[1], " ".join(relation.split()), LLM_STRENGTH, True), counts)
+            ends[0], ends[1], single_spaces(relation), LLM_STRENGTH, True), counts)
     outcome: Outcome = "related" if relationships else "unrelated"
     for relationship in nlp.relationships:
         add_relationship(relationships, relationship, counts)

@@ -5,8 +5,9 @@ determiners, possessive pronouns and punctuation, and what precedes a possessive
 "'s" ("1978's Angi Vera" is about Angi Vera); pronouns, stop-word-only chunks,
 chunks inside a named entity and chunks of numbers and dates only are dropped, and so
 are NER's bare numbers (CARDINAL, ORDINAL: "20" would join every chunk that counts
-twenty of anything). Names lose quote marks and are normalised by the LLM path's
-``normalise_name``, so both methods name an entity alike. A named entity is typed by
+twenty of anything). Names lose quote marks and are normalised by
+``kgrag.graphs.names.normalise_name``, as on the LLM path, so both methods name an
+entity alike. A named entity is typed by
 its NER label mapped onto ``ENTITY_TYPES`` (labels without a counterpart, such as
 NORP, are ``other``); a noun chunk is a ``concept``, as in LazyGraphRAG's concept
 graph.
@@ -22,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from kgrag.graphs.extraction import MAX_NAME_CHARS, normalise_name
+from kgrag.graphs.names import MAX_NAME_CHARS, normalise_name
 
 NER_TYPES = {"PERSON": "person", "ORG": "organization", "GPE": "geo", "LOC": "geo",
              "FAC": "geo", "EVENT": "event", "WORK_OF_ART": "work", "LAW": "work",

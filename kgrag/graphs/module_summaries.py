@@ -18,8 +18,9 @@ from collections.abc import Iterable, Iterator
 
 import polars as pl
 
-from kgrag.graphs.extraction import DESCRIPTION_SEPARATOR, Style
+from kgrag.graphs.extraction_prompt import Style
 from kgrag.graphs.hierarchy import Module
+from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
 from kgrag.models.llm import CachedLLM, InvalidOutput
 
 DESCRIPTION_CHARS = 200  # of one entity / relationship description in a summary prompt

@@ -37,13 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kgrag.graphs.extraction import (
-    Entity,
-    Extraction,
-    ExtractionCounts,
-    Relationship,
-    add_relationship,
-)
+from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
 from kgrag.graphs.mentions import (
     DASHES,
     Mention,
@@ -51,6 +45,8 @@ from kgrag.graphs.mentions import (
     sentence_mentions,
     title_mentions,
 )
+from kgrag.graphs.merge import add_relationship
+from kgrag.graphs.names import single_spaces
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.pipelines import ResolvedPipeline, load_pipeline
 
@@ -76,10 +72,10 @@ def extract_parse(doc: Any, title: str | None
     topic = Title.of(title) if title else None
     if topic:
         counts["entities_raw"] += 1
-        opening = _clean(sentences[0].text) if sentences else ""
+        opening = single_spaces(sentences[0].text) if sentences else ""
         entities[topic.name] = Entity(topic.name, "other", opening, True)
     for k, sentence in enumerate(sentences):
-        described = _clean(sentence.text)
+        described = single_spaces(sentence.text)
         found = sentence_mentions(sentence, counts)
         if topic:
             referring = title_mentions(sentence, found, topic, first=k == 0)
@@ -165,10 +161,6 @@ def _lifespan(doc: Any, a: Mention, b: Mention) -> str | None:
     if any(t.text in DASHES for t in inside):
         return "died"
     return "born" if any(t.text in DASHES for t in doc[b.end:closing]) else None
-
-
-def _clean(text: str) -> str:
-    return " ".join(text.split())
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from kgrag.contents.entities import open_entity_vectors, read_entities, read_rel
 from kgrag.contents.gates import read_gates
 from kgrag.contents.hierarchy import read_modules
 from kgrag.contents.summaries import open_module_vectors, read_summaries
-from kgrag.corpus.keywords import keywords
+from kgrag.corpus.keywords import keyword_matrix, keywords
 from kgrag.retrieval.units import Units
 from kgrag.store.vectors import VectorTable
 
@@ -142,16 +142,11 @@ def _aligned(table: VectorTable, ids: pl.Series) -> np.ndarray:
 
 def words(text: str) -> list[str]:
     """The lower-cased keywords of ``text`` (stop words removed), what lexical scores match."""
-    return [w.lower() for w in keywords(text)]
+    return keywords(text, lower=True)
 
 
 def keyword_lexicon(texts: list[str]) -> tuple[sp.csr_matrix, dict[str, int]]:
-    """Binary node × keyword matrix (lower-cased keywords, stop words removed)."""
-    vocabulary: dict[str, int] = {}
-    rows, cols = [], []
-    for i, text in enumerate(texts):
-        for word in set(words(text)):
-            rows.append(i)
-            cols.append(vocabulary.setdefault(word, len(vocabulary)))
-    data = np.ones(len(rows), dtype=np.float32)
-    return sp.csr_matrix((data, (rows, cols)), shape=(len(texts), len(vocabulary))), vocabulary
+    """The node × keyword incidence (``keyword_matrix`` over lower-cased keywords) as the
+    float32 the hybrid score multiplies, and each keyword's column."""
+    matrix, vocabulary = keyword_matrix(texts, lower=True)
+    return matrix.astype(np.float32), {word: i for i, word in enumerate(vocabulary)}

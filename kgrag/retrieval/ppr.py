@@ -63,7 +63,7 @@ from kgrag.contents.chunks import read_chunks
 from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
-from kgrag.graphs.extraction import normalise_name
+from kgrag.graphs.names import normalise_name
 from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.params import HIERARCHY, SKELETON

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.graphs.canonical import cosine_pairs
 from kgrag.graphs.mentions import sentence_mentions
+from kgrag.graphs.name_pairs import cosine_pairs
 from kgrag.models.pipelines import ResolvedPipeline, load_pipeline
 
 Embed = Callable[[list[str]], np.ndarray]

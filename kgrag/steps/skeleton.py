@@ -33,9 +33,11 @@ from kgrag.contents.skeleton import write_skeleton
 from kgrag.errors import KgragError
 from kgrag.graphs.core import core_size, pagerank, select_core
 from kgrag.graphs.descriptions import summarise
-from kgrag.graphs.extraction import Extraction, counts_frame, extract, merge
+from kgrag.graphs.elements import Extraction, counts_frame
+from kgrag.graphs.extraction import extract
 from kgrag.graphs.hybrid_extraction import relate
 from kgrag.graphs.knn import knn_graph
+from kgrag.graphs.merge import merge
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
 from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.retrieval.units import unit_text

@@ -31,6 +31,15 @@ def test_acronyms_and_capitalised_may_and_will_are_not_stop_words():
     assert keywords(text) == ["US", "told", "WHO", "act", "Born", "May", "Will", "said", "rain"]
 
 
+def test_lower_applies_after_the_stop_word_rules():
+    text = "The US told us that WHO may act. Born in May, Will said it will rain."
+    assert keywords(text, lower=True) == [
+        "us", "told", "who", "act", "born", "may", "will", "said", "rain"]
+    matrix, vocabulary = keyword_matrix(["Paris and paris", "PARIS"], lower=True)
+    assert vocabulary == ["paris"]
+    np.testing.assert_array_equal(matrix.toarray(), [[1], [1]])
+
+
 def test_underscores_separate_words():
     assert keywords("snake_case_name") == ["snake", "case", "name"]
 

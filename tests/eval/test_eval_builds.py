@@ -6,7 +6,7 @@ import polars as pl
 
 from kgrag.eval.builds import build_row, extraction_figures
 from kgrag.eval.report import BUILD_COLUMNS, format_table
-from kgrag.graphs.extraction import Extraction, ExtractionCounts, counts_frame
+from kgrag.graphs.elements import Extraction, ExtractionCounts, counts_frame
 
 
 def record(calls: int, hits: int, wall_s: float, **notes) -> dict:

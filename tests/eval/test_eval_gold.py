@@ -7,7 +7,7 @@ import polars as pl
 
 from kgrag.corpus.corpus import TRIPLE_SCHEMA
 from kgrag.eval.gold import aliases, evidence_chunks, gold_scores, relation_matches
-from kgrag.graphs.extraction import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
+from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
 
 UNITS = {
     "c1": "# Free Guy\nFree Guy is a 2020 film directed by Shawn Levy.",

@@ -7,9 +7,11 @@ import polars as pl
 import pytest
 
 from kgrag.errors import KgragError
-from kgrag.graphs import canonical
-from kgrag.graphs.canonical import canonicalise, distinct_identifiers, surface_key
-from kgrag.graphs.extraction import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
+from kgrag.graphs import name_pairs
+from kgrag.graphs.canonical import canonicalise
+from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
+from kgrag.graphs.name_pairs import distinct_identifiers
+from kgrag.graphs.names import surface_key
 
 
 def entity(name, chunks=("c1",), kind="person", description="", grounded=True):
@@ -133,11 +135,11 @@ def test_similarity_blocks_give_the_same_pairs(monkeypatch):
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(40, 3))
     keys = [f"ENTITY NUMBER {chr(65 + i % 26)}{chr(65 + i // 26)}" for i in range(40)]
-    whole_cos = canonical.cosine_pairs(vectors, 0.9)
-    whole_fuzzy = canonical.fuzzy_pairs(keys, 0.9)
-    monkeypatch.setattr(canonical, "_BLOCK_ELEMENTS", 7)
-    assert canonical.cosine_pairs(vectors, 0.9) == whole_cos and whole_cos
-    assert canonical.fuzzy_pairs(keys, 0.9) == whole_fuzzy and whole_fuzzy
+    whole_cos = name_pairs.cosine_pairs(vectors, 0.9)
+    whole_fuzzy = name_pairs.fuzzy_pairs(keys, 0.9)
+    monkeypatch.setattr(name_pairs, "_BLOCK_ELEMENTS", 7)
+    assert name_pairs.cosine_pairs(vectors, 0.9) == whole_cos and whole_cos
+    assert name_pairs.fuzzy_pairs(keys, 0.9) == whole_fuzzy and whole_fuzzy
 
 
 def test_merged_entity_fields():

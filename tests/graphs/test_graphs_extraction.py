@@ -9,22 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from kgrag.graphs.extraction import (
-    ENTITY_FRAME_SCHEMA,
+from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
+from kgrag.graphs.extraction import extract
+from kgrag.graphs.extraction_prompt import (
     ENTITY_TYPES,
     EXAMPLES,
-    RELATIONSHIP_FRAME_SCHEMA,
-    Entity,
-    Extraction,
-    ExtractionCounts,
-    Relationship,
-    extract,
     extraction_schema,
-    is_grounded,
     max_output_tokens,
-    merge,
-    normalise_name,
 )
+from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA, merge
+from kgrag.graphs.names import is_grounded, normalise_name
 from kgrag.models.cache import CallCache
 from kgrag.models.llm import CachedLLM, LLMSettings
 from tests.conftest import SHARED_DATA, RefusingBackend, ScriptedBackend

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kgrag.graphs.extraction import Entity, Extraction, ExtractionCounts, Relationship
+from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
 from kgrag.graphs.hybrid_extraction import (
     LLM_STRENGTH,
     MAX_OFFERED,

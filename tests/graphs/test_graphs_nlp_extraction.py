@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from kgrag.errors import KgragError
-from kgrag.graphs.extraction import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA, merge
+from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA, merge
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor, extract_parse
 from kgrag.models.cache import CallCache
 from kgrag.models.pipelines import ResolvedPipeline, load_pipeline, resolve_pipeline

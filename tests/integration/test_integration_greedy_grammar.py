@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kgrag.graphs import extraction, hybrid_extraction
+from kgrag.graphs import extraction_prompt, hybrid_extraction
 from kgrag.models.cache import request_key
 from kgrag.models.llm import FIXED_SAMPLING, LlamaCppBackend, LLMSettings
 from kgrag.models.registry import resolve_llm
@@ -21,8 +21,9 @@ def requests() -> list[dict]:
     texts = [f"# {p['title']}\n{p['paragraph_text']}" for p in question["paragraphs"][:2]]
     common = {"temperature": 0.0, "top_p": 1.0, "seed": 0, "stop": None, "grammar": None,
               **FIXED_SAMPLING}
-    out = [{"messages": extraction.chat_messages(t), "json_schema": extraction.extraction_schema(),
-            "max_tokens": extraction.max_output_tokens(), **common} for t in texts]
+    out = [{"messages": extraction_prompt.chat_messages(t),
+            "json_schema": extraction_prompt.extraction_schema(),
+            "max_tokens": extraction_prompt.max_output_tokens(), **common} for t in texts]
     names = ["Port Blair", "Andaman and Nicobar Islands", "India"]
     out.append({"prompt": hybrid_extraction.completion_prompt(texts[0], names),
                 "json_schema": hybrid_extraction.relation_schema(names, 4),

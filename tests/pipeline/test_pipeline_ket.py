@@ -15,7 +15,7 @@ from kgrag.contents.bipartite import SUBCHUNKS_FILE
 from kgrag.contents.entities import ENTITIES_FILE, ENTITY_TABLE, RELATIONSHIPS_FILE
 from kgrag.contents.skeleton import RELATIONSHIP_TABLE
 from kgrag.errors import KgragError
-from kgrag.graphs.extraction import DESCRIPTION_SEPARATOR
+from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
 from kgrag.store.vectors import VectorTable
 from tests.conftest import write_spec
 from tests.standin import RuleLLM, run_with

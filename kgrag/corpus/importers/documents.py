@@ -1,0 +1,161 @@
+"""Plain document collections: one document per JSON line (``jsonl``) or per text file
+(``text``), with the user's own questions from ``corpus.questions_file``.
+
+Such a corpus has no questions of its own; a questions file names each question's
+supporting documents by the ids the user knows them by (a field of the line, or
+the file's relative path).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from kgrag.corpus.corpus import Corpus, empty_questions, make_doc_id
+from kgrag.corpus.importers.records import (
+    QuestionRecord,
+    clean_answers,
+    documents_frame,
+    get_field,
+    get_strings,
+    questions_frame,
+    read_jsonl,
+    select_questions,
+)
+from kgrag.errors import KgragError
+
+TEXT_SUFFIXES = frozenset({".txt", ".md"})
+
+_HIDDEN = re.compile(r"(^|/)\.")
+
+
+def plain_corpus(items: Iterable[tuple[str | None, str, str]], cfg: Mapping[str, Any],
+                 dataset: str, id_hint: str) -> Corpus:
+    """Build a corpus from (user's document id or None, title, text) items, with the
+    questions of ``corpus.questions_file`` when the spec names one.
+
+    Blank texts are skipped and duplicates dropped; ``limit`` counts the
+    distinct documents kept, and stops reading once it is reached. ``id_hint``
+    says where a document's id comes from, for messages about supporting ids.
+    """
+    questions_file = cfg.get("questions_file")
+    if cfg.get("questions") is not None and questions_file is None:
+        raise KgragError(
+            f"dataset {dataset!r} has no questions of its own; remove corpus.questions "
+            "or name your questions in corpus.questions_file"
+        )
+    limit = cfg.get("limit")
+    documents: dict[tuple[str, str], str] = {}
+    by_id: dict[str, dict[tuple[str, str], None]] = {}
+    for key, title, text in items:
+        if text.strip() and (title, text) not in documents:
+            documents[(title, text)] = make_doc_id(title, text)
+            if key is not None:
+                by_id.setdefault(key, {})[(title, text)] = None
+            if limit is not None and len(documents) >= limit:
+                break
+    questions = empty_questions()
+    if questions_file is not None:
+        hint = id_hint + (f"; corpus.limit keeps the first {limit} documents" if limit else "")
+        records = _own_questions(Path(questions_file), by_id, hint)
+        questions = questions_frame(
+            select_questions(records, {"questions": cfg.get("questions")}, Path(questions_file)))
+    return Corpus(documents=documents_frame(documents), questions=questions)
+
+
+def _own_questions(path: Path, by_id: Mapping[str, Mapping[tuple[str, str], None]],
+                   id_hint: str) -> list[QuestionRecord]:
+    """The rows of a questions file: ``id``, ``question``, ``answers`` and, optionally,
+    ``supporting`` document ids, each naming exactly one document of the corpus."""
+    if not path.exists():
+        raise KgragError(f"corpus.questions_file {path} does not exist; fix the path "
+                         "(relative paths resolve against the spec's folder)")
+    records = []
+    for lineno, record in read_jsonl(path):
+        where = f"{path}:{lineno}"
+        question_id = record.get("id")
+        if not isinstance(question_id, (str, int)) or isinstance(question_id, bool):
+            raise KgragError(f"{where}: field 'id' must be a string or an integer"
+                             if "id" in record else f"{where}: missing field 'id'")
+        answers = clean_answers(get_strings(record, "answers", where))
+        if not answers:
+            raise KgragError(f"{where}: field 'answers' needs at least one non-empty answer")
+        supporting = []
+        for doc_key in get_strings(record, "supporting", where) if "supporting" in record else []:
+            named = by_id.get(doc_key, {})
+            if len(named) != 1:
+                problem = "no document has" if not named else f"{len(named)} documents have"
+                raise KgragError(f"{where}: supporting: {problem} the id {doc_key!r} "
+                                 f"({id_hint})")
+            supporting.extend(named)
+        records.append(QuestionRecord(
+            line=lineno, question_id=str(question_id),
+            question=get_field(record, "question", str, where), answers=answers,
+            paragraphs=(), supporting=tuple(supporting)))
+    return records
+
+
+def import_jsonl(path: Path, cfg: Mapping[str, Any]) -> Corpus:
+    """One document per line; ``corpus.fields`` names the id, title and text fields.
+
+    The title falls back to the id when the title field is missing or empty
+    (many corpora carry only ``id`` and ``text``), so every document keeps a
+    human-readable label.
+    """
+    fields = {"id": "id", "title": "title", "text": "text", **cfg.get("fields", {})}
+
+    def items() -> Iterator[tuple[str | None, str, str]]:
+        for lineno, record in read_jsonl(path):
+            where = f"{path}:{lineno}"
+            text = get_field(record, fields["text"], str, where)
+            doc_key = record.get(fields["id"])
+            if not isinstance(doc_key, (str, int)) or isinstance(doc_key, bool):
+                doc_key = None
+            title = record.get(fields["title"])
+            if not (isinstance(title, str) and title.strip()):
+                if doc_key is None:
+                    raise KgragError(
+                        f"{where}: needs a string field {fields['title']!r} or an id field "
+                        f"{fields['id']!r}; set corpus.fields to the names your file uses"
+                    )
+                title = str(doc_key)
+            yield None if doc_key is None else str(doc_key), title, text
+
+    hint = f"a document's id is its field {fields['id']!r}"
+    return plain_corpus(items(), cfg, "jsonl", hint)
+
+
+def import_text(path: Path, cfg: Mapping[str, Any]) -> Corpus:
+    """A folder of ``.txt`` / ``.md`` files, recursively, in relative-path order.
+
+    The title is the path relative to the folder (unique, and meaningful in
+    citations). Hidden files and folders are skipped, and so are empty files.
+    """
+    if not path.is_dir():
+        raise KgragError(f"dataset 'text' expects a folder of .txt / .md files, not {path}")
+    files = sorted(
+        (
+            file.relative_to(path)
+            for file in path.rglob("*")
+            if file.suffix.lower() in TEXT_SUFFIXES and file.is_file()
+        ),
+        key=lambda relative: relative.as_posix(),
+    )
+    visible = (relative for relative in files if not _HIDDEN.search(relative.as_posix()))
+    return plain_corpus(
+        ((relative.as_posix(), relative.as_posix(), _read_text(path / relative))
+         for relative in visible),
+        cfg,
+        "text",
+        "a document's id is its file's path relative to the corpus folder, e.g. 'notes/a.md'",
+    )
+
+
+def _read_text(file: Path) -> str:
+    """Read a UTF-8 text file without its surrounding whitespace."""
+    try:
+        return file.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise KgragError(f"{file} is not UTF-8 text ({exc.reason}); convert or remove it") from None

@@ -1,0 +1,207 @@
+"""What every importer shares: the question record, strict JSON Lines reading, field
+checks with file:line errors, question selection and the corpus frames.
+
+Importers parse their lines into ``QuestionRecord``s and leave selection, document
+deduplication and id derivation to the helpers here, so every dataset selects and
+reports alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import polars as pl
+
+from kgrag.corpus.corpus import (
+    DOCUMENT_SCHEMA,
+    QUESTION_SCHEMA,
+    TRIPLE_SCHEMA,
+    Corpus,
+    make_doc_id,
+)
+from kgrag.errors import KgragError
+
+_JSON_KIND = {
+    str: "a string",
+    list: "a list",
+    dict: "an object",
+    bool: "true or false",
+    int: "an integer",
+}
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class QuestionRecord:
+    """One benchmark question with the paragraphs it contributes to the corpus.
+
+    ``paragraphs`` and ``supporting`` are (title, text) pairs; ids are derived
+    only when the corpus is assembled, after selection, so documents of
+    questions that were not selected never enter the corpus.
+    ``gold_sentence_ids`` is filled only by datasets with sentence-level gold,
+    ``triples`` (subject, relation, object) only by datasets with gold facts.
+    """
+
+    line: int
+    question_id: str
+    question: str
+    answers: tuple[str, ...]
+    paragraphs: tuple[tuple[str, str], ...]
+    supporting: tuple[tuple[str, str], ...]
+    gold_sentence_ids: tuple[str, ...] = ()
+    triples: tuple[tuple[str, str, str], ...] = ()
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object) for every non-blank line.
+
+    Line numbers travel with the records so any later complaint about a
+    record can point the user at the exact line to fix.
+    """
+    if not path.is_file():
+        raise KgragError(f"{path} is a folder; this dataset expects a JSON Lines file")
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
+                raise KgragError(f"{path}:{lineno}: {problem}; fix this line") from None
+            except UnicodeDecodeError:
+                raise KgragError(f"{path}:{lineno}: not UTF-8 text; fix this line") from None
+            if not isinstance(record, dict):
+                raise KgragError(f"{path}:{lineno}: expected a JSON object per line")
+            yield lineno, record
+
+
+def get_field(record: Mapping[str, Any], name: str, kind: type[T], where: str) -> T:
+    """Return ``record[name]``, insisting that it exists and has the JSON type expected.
+
+    Checking here turns a ``KeyError`` deep in an importer into a message
+    naming the file, line and field.
+    """
+    if name not in record:
+        raise KgragError(f"{where}: missing field {name!r}")
+    value = record[name]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        expected = _JSON_KIND.get(kind, kind.__name__)
+        raise KgragError(f"{where}: field {name!r} must be {expected}")
+    return value
+
+
+def get_strings(record: Mapping[str, Any], name: str, where: str) -> list[str]:
+    """Return a field that must be a list of strings (answer aliases, sentences)."""
+    values = get_field(record, name, list, where)
+    if not all(isinstance(value, str) for value in values):
+        raise KgragError(f"{where}: field {name!r} must be a list of strings")
+    return values
+
+
+def clean_answers(answers: Iterable[str]) -> tuple[str, ...]:
+    """Strip answers, drop empty ones and duplicates, keeping the gold answer first."""
+    stripped = (answer.strip() for answer in answers)
+    return tuple(dict.fromkeys(answer for answer in stripped if answer))
+
+
+def question_record(lineno: int, record: Mapping[str, Any], where: str, id_field: str,
+                    paragraphs: Iterable[tuple[str, str]], supporting: Iterable[tuple[str, str]],
+                    *, aliases: Iterable[str] = (),
+                    gold_sentence_ids: Iterable[str] = ()) -> QuestionRecord:
+    """A benchmark question from the fields every benchmark line holds: its id (under
+    ``id_field``), ``question`` and ``answer`` (``aliases`` follow the answer).
+
+    The fields are read in that order, so a line with several flaws reports the
+    same one first whatever its dataset.
+    """
+    return QuestionRecord(
+        line=lineno,
+        question_id=get_field(record, id_field, str, where),
+        question=get_field(record, "question", str, where),
+        answers=clean_answers([get_field(record, "answer", str, where), *aliases]),
+        paragraphs=tuple(paragraphs),
+        supporting=tuple(supporting),
+        gold_sentence_ids=tuple(gold_sentence_ids),
+    )
+
+
+def select_questions(
+    records: list[QuestionRecord], cfg: Mapping[str, Any], path: Path
+) -> list[QuestionRecord]:
+    """Apply ``corpus.questions`` and then ``corpus.limit``, keeping file order.
+
+    Unknown ids are reported all at once, since a typo in one id would
+    otherwise silently shrink an evaluation.
+    """
+    if not records:
+        raise KgragError(f"empty corpus: {path} holds no questions")
+    first_line: dict[str, int] = {}
+    for record in records:
+        if record.question_id in first_line:
+            raise KgragError(
+                f"{path}:{record.line}: duplicate question id {record.question_id!r} "
+                f"(first on line {first_line[record.question_id]})"
+            )
+        first_line[record.question_id] = record.line
+    wanted = cfg.get("questions")
+    if wanted is not None:
+        unknown = [question_id for question_id in wanted if question_id not in first_line]
+        if unknown:
+            raise KgragError(
+                f"corpus.questions lists ids that are not in {path}: {', '.join(unknown)}"
+            )
+        keep = set(wanted)
+        records = [record for record in records if record.question_id in keep]
+    limit = cfg.get("limit")
+    if limit is not None:
+        records = records[:limit]
+    if not records:
+        raise KgragError(f"corpus.limit / corpus.questions select no questions from {path}")
+    return records
+
+
+def question_corpus(records: list[QuestionRecord]) -> Corpus:
+    """Build a corpus from selected questions: their paragraphs, deduplicated by (title, text),
+    and their gold triples (a triple shared by two questions is listed for each)."""
+    documents: dict[tuple[str, str], str] = {}
+    for record in records:
+        for pair in record.paragraphs:
+            if pair not in documents:
+                documents[pair] = make_doc_id(*pair)
+    triples = pl.DataFrame(
+        [(record.question_id, *triple) for record in records for triple in record.triples],
+        schema=TRIPLE_SCHEMA, orient="row")
+    return Corpus(documents=documents_frame(documents), questions=questions_frame(records),
+                  triples=triples)
+
+
+def questions_frame(records: list[QuestionRecord]) -> pl.DataFrame:
+    """Turn selected question records into the questions frame (supporting ids derived here)."""
+    rows: dict[str, list[Any]] = {column: [] for column in QUESTION_SCHEMA}
+    for record in records:
+        supporting = dict.fromkeys(make_doc_id(*pair) for pair in record.supporting)
+        rows["question_id"].append(record.question_id)
+        rows["question"].append(record.question)
+        rows["answers"].append(list(record.answers))
+        rows["supporting_doc_ids"].append(list(supporting))
+        rows["gold_sentence_ids"].append(list(record.gold_sentence_ids))
+    return pl.DataFrame(rows, schema=QUESTION_SCHEMA)
+
+
+def documents_frame(documents: dict[tuple[str, str], str]) -> pl.DataFrame:
+    """Turn an insertion-ordered {(title, text): doc_id} map into the documents frame."""
+    return pl.DataFrame(
+        {
+            "doc_id": list(documents.values()),
+            "title": [title for title, _ in documents],
+            "text": [text for _, text in documents],
+        },
+        schema=DOCUMENT_SCHEMA,
+    )
+
