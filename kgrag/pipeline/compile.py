@@ -14,6 +14,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from kgrag.corpus.importers import IMPORTERS
 from kgrag.errors import KgragError
 from kgrag.models import Models
 from kgrag.models.registry import file_sha256, folder_sha256
@@ -23,13 +24,11 @@ from kgrag.retrieval import STRATEGIES
 from kgrag.spec import Spec, thaw
 from kgrag.spec.declarations import STRATEGY_COMMON, label, resolve, sweep_keys, variants
 
-BENCHMARK_SHAPES = ("musique", "hotpotqa", "2wiki", "holisqa")
-
 
 def has_questions(spec: Spec) -> bool:
     """Whether the run evaluates: benchmark datasets carry questions, and a jsonl or text
     corpus has them when it names a ``questions_file``."""
-    return spec.corpus["dataset"] in BENCHMARK_SHAPES or "questions_file" in spec.corpus
+    return IMPORTERS[spec.corpus["dataset"]].questions or "questions_file" in spec.corpus
 
 
 def source_sha256(path: Path, what: str = "corpus path") -> str:

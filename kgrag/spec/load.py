@@ -35,8 +35,6 @@ _MERGE_TAG = _YAML_TAG + "merge"
 _ALLOWED_TAGS = frozenset(
     _YAML_TAG + name for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")
 ) | {_MERGE_TAG}
-PLAIN_SHAPES = ("jsonl", "text")
-"""Datasets of documents alone: their questions, if any, come from ``corpus.questions_file``."""
 _MAX_NODES = 100_000
 _MAX_SHOWN = 60
 _CLOSE = 0.7  # difflib similarity for "did you mean"; 0.6 pairs 'base' with 'answer'
@@ -517,13 +515,16 @@ def _semantic_problems(data: dict[str, Any], lines: dict[KeyPath, int]) -> Itera
             f"must be smaller than chunking.size ({chunking['size']}), "
             f"got {chunking['overlap']}; chunks would never advance",
         )
+    from kgrag.corpus.importers import IMPORTERS  # the dataset shapes, declared there
+
     corpus = data["corpus"]
-    if "questions_file" in corpus and corpus["dataset"] not in PLAIN_SHAPES:
+    plain = [name for name, shape in IMPORTERS.items() if not shape.questions]
+    if "questions_file" in corpus and corpus["dataset"] not in plain:
         path = ("corpus", "questions_file")
         yield _Problem(
             _line_for(path, lines),
             path,
-            f"only datasets {' and '.join(PLAIN_SHAPES)} take a questions file; "
+            f"only datasets {' and '.join(plain)} take a questions file; "
             f"{corpus['dataset']} brings its own questions",
         )
 

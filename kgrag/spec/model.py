@@ -51,6 +51,22 @@ def find_root(folder: Path) -> Path:
     return folder
 
 
+def resolve_path(relative: str | Path, base_dir: Path, origin: Path) -> Path:
+    """Resolve a path a spec names against ``base_dir`` (the spec file's folder).
+
+    Specs name their data relative to themselves so a project can be moved or checked
+    out anywhere; absolute paths and ``~`` are honoured. ``origin`` (the spec file)
+    names where the path came from in an error.
+    """
+    try:
+        expanded = Path(relative).expanduser()
+    except RuntimeError:  # ~user of no known user, or ~ without a home
+        raise KgragError(
+            f"{origin}: {str(relative)!r}: cannot find the home folder '~' refers to"
+        ) from None
+    return (base_dir / expanded).resolve()
+
+
 @dataclass(frozen=True)
 class Spec:
     """A validated pipeline spec with every default filled in."""
@@ -110,18 +126,8 @@ class Spec:
         return self.data["evaluate"]
 
     def resolve(self, relative: str | Path) -> Path:
-        """Resolve a path from the spec against the spec file's folder.
-
-        Specs name their data relative to themselves so a project can be moved
-        or checked out anywhere; absolute paths and ``~`` are honoured.
-        """
-        try:
-            expanded = Path(relative).expanduser()
-        except RuntimeError:  # ~user of no known user, or ~ without a home
-            raise KgragError(
-                f"{self.path}: {str(relative)!r}: cannot find the home folder '~' refers to"
-            ) from None
-        return (self.path.parent / expanded).resolve()
+        """Resolve a path from the spec against the spec file's folder."""
+        return resolve_path(relative, self.path.parent, self.path)
 
     @property
     def output_dir(self) -> Path:

@@ -101,3 +101,10 @@ def _filled(declared: Strategy) -> dict:
             "use_hierarchy": True, "use_gates": True, "entity_seeds": "ppr",
             **({"skeleton": "g", "hierarchy": None, "entities": None}
                if declared.name == "ppr" else {})}
+
+
+def test_the_schema_names_every_dataset_shape_the_importers_declare():
+    from kgrag.corpus.importers import IMPORTERS
+
+    enum = SCHEMA["$defs"]["corpus"]["properties"]["dataset"]["enum"]
+    assert set(enum) == set(IMPORTERS)

@@ -18,6 +18,7 @@ corpora (``jsonl``, ``text``), which have questions when the spec names a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +27,27 @@ from kgrag.corpus.importers.documents import import_jsonl, import_text
 from kgrag.corpus.importers.holisqa import import_holisqa
 from kgrag.corpus.importers.multihop import import_2wiki, import_hotpotqa, import_musique
 from kgrag.errors import KgragError
+from kgrag.spec.model import resolve_path
 
 Importer = Callable[[Path, Mapping[str, Any]], Corpus]
 
-IMPORTERS: dict[str, Importer] = {
-    "musique": import_musique,
-    "hotpotqa": import_hotpotqa,
-    "2wiki": import_2wiki,
-    "holisqa": import_holisqa,
-    "jsonl": import_jsonl,
-    "text": import_text,
+
+@dataclass(frozen=True)
+class Dataset:
+    """A dataset shape: its importer, and whether its files carry questions (a
+    benchmark) or only documents, whose questions come from ``corpus.questions_file``."""
+
+    load: Importer
+    questions: bool
+
+
+IMPORTERS: dict[str, Dataset] = {
+    "musique": Dataset(import_musique, questions=True),
+    "hotpotqa": Dataset(import_hotpotqa, questions=True),
+    "2wiki": Dataset(import_2wiki, questions=True),
+    "holisqa": Dataset(import_holisqa, questions=True),
+    "jsonl": Dataset(import_jsonl, questions=False),
+    "text": Dataset(import_text, questions=False),
 }
 
 
@@ -47,25 +59,19 @@ def load_corpus(cfg: Mapping[str, Any], base_dir: Path) -> Corpus:
     working directory. Every user-facing problem becomes a ``KgragError``.
     """
     dataset = cfg["dataset"]
-    load = IMPORTERS.get(dataset)
-    if load is None:
+    shape = IMPORTERS.get(dataset)
+    if shape is None:
         known = ", ".join(sorted(IMPORTERS))
         raise KgragError(f"unknown corpus dataset {dataset!r}; use one of: {known}")
-    path = _resolve(cfg["path"], base_dir)
+    path = resolve_path(cfg["path"], base_dir, base_dir)
     if not path.exists():
         raise KgragError(
             f"corpus path {path} does not exist; fix corpus.path "
             f"(relative paths resolve against {base_dir})"
         )
     if "questions_file" in cfg:  # importers read it, relative paths resolved like ``path``
-        cfg = {**cfg, "questions_file": _resolve(cfg["questions_file"], base_dir)}
-    corpus = load(path, cfg)
+        cfg = {**cfg, "questions_file": resolve_path(cfg["questions_file"], base_dir, base_dir)}
+    corpus = shape.load(path, cfg)
     if corpus.documents.is_empty():
         raise KgragError(f"empty corpus: {path} holds no documents")
     return corpus
-
-
-def _resolve(value: str, base_dir: Path) -> Path:
-    """A path the spec names: ``~`` expanded, relative to ``base_dir`` unless absolute."""
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else base_dir / path
