@@ -45,7 +45,7 @@ from kgrag.retrieval.causal_filter import causal_filter, evidence_text, linearis
 from kgrag.retrieval.hugrag_graph import HugragGraph
 from kgrag.retrieval.hugrag_search import expand, hybrid_scores, mmr, relationships_among
 from kgrag.retrieval.params import HIERARCHY
-from kgrag.retrieval.ppr import WALK_PARAMS, PprSearch, walk_problems
+from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Context
 from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 

@@ -65,7 +65,7 @@ from kgrag.retrieval.layout import (
 )
 from kgrag.retrieval.local_search import LocalContext, LocalSearch, children_of
 from kgrag.retrieval.params import GRAPH_NAME, SKELETON, TOP_ENTITIES, theta
-from kgrag.retrieval.ppr import WALK_PARAMS, PprSearch, walk_problems
+from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Context, Units
 from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 

@@ -3,71 +3,25 @@
 KET-RAG's local search and HugRAG's expansion walk a hop or two from the entities
 nearest the question; a multi-hop question needs the passage two links away.
 HippoRAG's answer, followed here: a random walk with restart at the question's
-entities over the entity–chunk graph, chunks ranked by the mass they collect.
-
-Graph (built when the strategy loads, in about a second, from the entity and
-relationship tables of any build, whatever extraction made them: a skeleton's or an
-``entities`` build's extraction step, a hierarchy's canonical entities; a skeleton is
-read at its extraction, so PPR neither waits for nor depends on the skeleton's entity
-and relationship vectors, which on 1,300 chunks take half an hour on 2 busy cores):
-
-* a node per entity and per chunk;
-* an edge between an entity and every chunk it was extracted from, of weight 1 / (the
-  chunks the entity is linked to) with ``specific_steps`` (the default), else 1: a step
-  from a chunk then favours its rare entities over hub concepts such as "FILM" that
-  would leak the walk's mass across the corpus (on 2wiki_200, R@5 0.875 → 0.887),
-  while a step from an entity still spreads evenly over its chunks;
-* an edge of weight strength / 10 between the two entities of a relationship;
-* with ``titles``, each chunk's title as one more entity (merged with an extracted
-  entity of the same normalised name), linked to the chunk: encyclopedic passages
-  are about their title, and questions name it.
-
-Seeds: the entities the question names, found by exact match of normalised words
-(an entity's name, or a title without its disambiguating parenthesis); a match
-inside a longer match is dropped, and so are names made of stop words only. Each
-seed's restart weight is its specificity, 1 / (chunks mentioning it), so that a
-hub such as "FILM" does not drown the rare name that identifies the passage. With
-``dense_seeds`` w > 0, a share w of the restart goes to the ``dense_seed_chunks``
-chunks nearest the question, in proportion to their min–max normalised cosine.
-HippoRAG 2 gives every passage 0.05 × that score beside unnormalised entity weights,
-so its passages hold most of the restart; a share over a few chunks measured better
-here (musique_200 R@5 at w = 0.5: 0.559 over all chunks, 0.578 over the top 10).
-Optional seeding (``kgrag.retrieval.seeds``, off unless set): ``question_mentions``
-adds the question's mentions as the nlp extractor finds them, matched by name;
-``nearest_names`` links a mention no name matches to the nearest name embedding;
-``synonyms`` adds HippoRAG's synonym edges between names that embed close together.
-
-Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
-``PprSearch``, which KET-RAG's and HugRAG's ppr channels share with this strategy.
-Chunks with mass rank by it (ties by dense rank), then the remaining chunks in
-dense order, and fill the budget like every other strategy. A question naming no
-entity of the graph is answered by the dense ranking, and its trace says so (the
-retrieve step counts those fallbacks). The trace lists the seeds with their
-weights and each retrieved chunk's mass: why a chunk came back.
+entities over the entity–chunk graph of any build (``kgrag.retrieval.ppr_search``:
+the graph, the seeds and the walk), chunks ranked by the mass they collect and
+filled into the budget like every other strategy. A question naming no entity of the
+graph is answered by the dense ranking, and its trace says so. The trace lists the
+seeds with their weights and each retrieved chunk's mass: why a chunk came back.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
-import scipy.sparse as sp
-from bm25s.stopwords import STOPWORDS_EN
 
-from kgrag.contents.chunks import read_chunks
-from kgrag.contents.dense import open_dense
-from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
-from kgrag.graphs.names import normalise_name
-from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.params import HIERARCHY, SKELETON
-from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
+from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Context, Units
 from kgrag.spec.declarations import Config, GraphRef, Need, Param, Problem, Strategy
 
@@ -76,271 +30,6 @@ if TYPE_CHECKING:
 
 # graph key of the spec → the step whose entity tables ppr reads
 GRAPH_STEPS = {"skeleton": "extract", "entities": "extract", "hierarchy": "hierarchy"}
-# A personalised-PageRank walk's parameters: strategy ppr's, and those of the ppr channels
-# of ket (skeleton_search: ppr) and hugrag (entity_seeds: ppr).
-WALK_PARAMS = (
-    Param("damping", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-          "probability that the walk follows an edge rather than restarting at the seeds; "
-          "HippoRAG's 0.5 keeps mass near the question's entities.", default=0.5),
-    Param("max_iterations", {"type": "integer", "minimum": 1},
-          "power-iteration steps at most (it stops earlier once an update changes the scores "
-          "by less than 1e-10).", default=50),
-    Param("dense_seeds", {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
-          "share of the restart mass given to the dense_seed_chunks chunks nearest the "
-          "question, by their min-max normalised cosine; 0 seeds entities only. (HippoRAG 2's "
-          "0.05 is a per-passage weight beside unnormalised entity weights, a far larger "
-          "share.)", default=0),
-    Param("dense_seed_chunks", {"type": "integer", "minimum": 1},
-          "how many of the chunks nearest the question share the dense_seeds mass.",
-          default=10),
-    Param("titles", {"type": "boolean"},
-          "each chunk's title is one more entity linked to the chunk (set false for corpora "
-          "whose titles are ids).", default=True),
-    Param("specific_steps", {"type": "boolean"},
-          "weight each entity–chunk edge by the entity's specificity (1 / chunks mentioning "
-          "it), so the walk leaves a chunk by its rare entities rather than hub concepts; "
-          "false weights every mention edge 1.", default=True),
-    Param("question_mentions", {"type": "boolean"},
-          "also seed from the question's mentions as the nlp extraction finds them in a chunk "
-          "(the same spaCy pipeline and rules), matched to graph names by normalised words. "
-          "Needs extraction method nlp. Left out: false (only graph names found in the "
-          "question).", off=False),
-    Param("nearest_names", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-          "link a question mention no graph name matches to the entity whose name embedding "
-          "is nearest, when the cosine is at least this value (needs question_mentions). "
-          "Embeds every entity name once (cached). Left out: off."),
-    Param("synonyms", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-          "HippoRAG's synonym edges, weighted by their cosine, between entities whose name "
-          "embeddings are at least this close. Embeds every entity name once (cached). Left "
-          "out: no synonym edges."),
-)
-MAX_STRENGTH = 10.0  # relationship strengths are on the extraction's 1–10 scale
-NO_SEED = "no entity of the question is in the graph: dense ranking"
-STOPWORDS = frozenset(STOPWORDS_EN)
-
-
-def words(text: str) -> tuple[str, ...]:
-    """The matching form of a name or question: case-folded word characters only, so
-    "J.R.R. Tolkien's" contains "J. R. R. Tolkien"."""
-    return tuple(re.findall(r"\w+", text.casefold()))
-
-
-def title_aliases(title: str) -> list[str]:
-    """A title and, for "Forbidden Ground (2013 film)", its name without the parenthesis."""
-    plain = title.split(" (", 1)[0] if title.endswith(")") else title
-    return [title] if plain == title else [title, plain]
-
-
-@dataclass(frozen=True)
-class EntityGraph:
-    """Entity and chunk nodes (entities first) and their symmetric weighted edges."""
-
-    names: list[str]  # normalised entity names, node i for i < len(names)
-    chunk_ids: list[str]  # node len(names) + j
-    adjacency: sp.csr_matrix
-    mentions: np.ndarray  # per entity, the chunks it is linked to (its specificity's inverse)
-    keys: dict[tuple[str, ...], int]  # matching form of a name or alias → entity node
-    longest: int  # words in the longest key: how far a match can reach
-
-    @classmethod
-    def build(cls, entities: pl.DataFrame, relationships: pl.DataFrame, chunk_ids: list[str],
-              titles: dict[str, str] | None, specific_steps: bool = True) -> EntityGraph:
-        """The graph of one build's tables; ``titles`` (chunk id → title) adds title
-        entities; ``specific_steps`` weights each entity–chunk edge by the entity's
-        specificity. Chunk ids the build names but ``chunk_ids`` lacks are ignored."""
-        chunks = {c: j for j, c in enumerate(chunk_ids)}
-        index: dict[str, int] = {}
-        aliases: dict[str, list[str]] = {}
-        pairs: list[tuple[int, int]] = []
-        for name, mentioned in zip(entities["name"].to_list(),
-                                   entities["source_chunk_ids"].to_list()):
-            normal = normalise_name(name)
-            node = index.setdefault(normal, len(index))
-            aliases.setdefault(normal, [name])
-            pairs += [(node, chunks[c]) for c in mentioned if c in chunks]
-        for chunk, title in (titles or {}).items():
-            if chunk in chunks and title:
-                name = normalise_name(title)
-                node = index.setdefault(name, len(index))
-                aliases.setdefault(name, []).extend(title_aliases(title))
-                pairs.append((node, chunks[chunk]))
-        n_entities = len(index)
-        links = sorted(set(pairs))
-        rows = [e for e, _ in links]
-        cols = [n_entities + c for _, c in links]
-        mentions = np.bincount(np.array(rows, dtype=np.int64), minlength=n_entities)
-        weights = (list(1.0 / mentions[rows]) if specific_steps else [1.0] * len(links))
-        for source, target, strength in relationships.select(
-                "source", "target", "strength").iter_rows():
-            a, b = index.get(normalise_name(source)), index.get(normalise_name(target))
-            if a is not None and b is not None and a != b:
-                rows.append(a)
-                cols.append(b)
-                weights.append(float(strength) / MAX_STRENGTH)
-        size = n_entities + len(chunk_ids)
-        upper = sp.coo_matrix((weights, (rows, cols)), shape=(size, size)).tocsr()
-        adjacency = (upper + upper.T).tocsr()  # a relationship seen twice adds its weights
-        keys: dict[tuple[str, ...], int] = {}
-        for name, node in index.items():
-            for alias in [name, *aliases.get(name, [])]:
-                key = words(alias)
-                if key and not set(key) <= STOPWORDS:
-                    keys.setdefault(key, node)
-        return cls(list(index), chunk_ids, adjacency, mentions, keys,
-                   max((len(k) for k in keys), default=0))
-
-    def link(self, question: str) -> list[int]:
-        """Entity nodes the question names (see the module docstring), in question order."""
-        tokens = words(question)
-        spans = [(start, end) for start in range(len(tokens))
-                 for end in range(start + 1, min(len(tokens), start + self.longest) + 1)
-                 if tokens[start:end] in self.keys]
-        kept = [(s, e) for s, e in spans
-                if not any(o <= s and e <= f and (o, f) != (s, e) for o, f in spans)]
-        return list(dict.fromkeys(self.keys[tokens[s:e]] for s, e in kept))
-
-    def specificity(self, nodes: list[int]) -> np.ndarray:
-        return 1.0 / np.maximum(self.mentions[nodes], 1)
-
-
-    def named(self, name: str) -> int | None:
-        """The entity node a name (a mention, a canonical entity) matches word for word."""
-        key = words(name)
-        return self.keys.get(key) if key else None
-
-    def with_synonyms(self, pairs: list[tuple[int, int, float]]) -> EntityGraph:
-        """This graph plus an edge of weight ``cosine`` for every (entity, entity,
-        cosine) pair: HippoRAG's synonym edges, so that mass reaches "TOLKIEN" from
-        "J. R. R. TOLKIEN" though no chunk names both."""
-        if not pairs:
-            return self
-        rows, cols, weights = (list(column) for column in zip(*pairs))
-        extra = sp.coo_matrix((weights, (rows, cols)), shape=self.adjacency.shape).tocsr()
-        return replace(self, adjacency=(self.adjacency + extra + extra.T).tocsr())
-
-
-@dataclass(frozen=True)
-class Seeds:
-    """The question's seed entity nodes and how the fallback linked some of them."""
-
-    nodes: list[int]
-    nearest: dict[str, str]  # mention → the graph name it was linked to by embedding
-
-
-class PprSearch:
-    """Link the question's entities, walk, rank chunks: what every PPR user shares.
-
-    The ``ppr`` strategy, KET-RAG's skeleton channel with ``skeleton_search: ppr``
-    and HugRAG's ``entity_seeds: ppr`` all rank through this one class, so a seed or
-    walk improvement reaches each of them.
-    """
-
-    def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, *, damping: float,
-                 max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
-                 mentions: Callable[[str], list[str]] | None = None,
-                 nearest: NearestNames | None = None) -> None:
-        self.graph, self.walk = graph, Walk(graph.adjacency)
-        self.chunk_matrix = chunk_matrix
-        self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
-        self.dense_seed_chunks = dense_seed_chunks
-        self.mentions, self.nearest = mentions, nearest
-
-    @classmethod
-    def load(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
-             resources: Resources) -> PprSearch:
-        """The search over the entity tables in ``graph`` (an extract or hierarchy step's
-        folder), with the chunk vectors in ``dense`` and the titles in ``chunks``."""
-        damping = config["damping"]
-        if not 0.0 < damping < 1.0:
-            raise KgragError(f"strategy {config['name']!r}: damping must be in (0, 1), "
-                             f"got {damping}")
-        entities = read_entities(graph, ["name", "source_chunk_ids"])
-        if entities.is_empty():
-            raise KgragError(f"strategy {config['name']!r}: the graph in {graph} has no "
-                             "entities; ppr needs an entity table to walk")
-        relationships = read_relationships(graph, ["source", "target", "strength"])
-        ids, matrix = open_dense(dense).matrix()
-        titles = None
-        if config["titles"]:
-            table = read_chunks(chunks, ["chunk_id", "title"])
-            titles = dict(zip(table["chunk_id"].to_list(), table["title"].to_list()))
-        entity_graph = EntityGraph.build(entities, relationships, ids, titles,
-                                         config["specific_steps"])
-        mentions = nearest = None
-        if config.get("question_mentions"):
-            mentions = ExtractorMentions(resources.pipeline)
-        if config.get("nearest_names") or config.get("synonyms"):
-            vectors = resources.embedder.encode(entity_graph.names)
-            if config.get("synonyms"):
-                entity_graph = entity_graph.with_synonyms(
-                    synonym_pairs(vectors, config["synonyms"]))
-            if config.get("nearest_names"):
-                nearest = NearestNames(vectors, resources.embedder.encode,
-                                       config["nearest_names"])
-        return cls(entity_graph, matrix, damping=damping,
-                   max_iterations=config["max_iterations"], dense_seeds=config["dense_seeds"],
-                   dense_seed_chunks=config["dense_seed_chunks"], mentions=mentions,
-                   nearest=nearest)
-
-    def seeds(self, question: str) -> Seeds:
-        """Names in the question, then the extractor's mentions matched by name, then
-        (with ``nearest``) the unmatched mentions linked to their nearest name."""
-        nodes = self.graph.link(question)
-        nearest: dict[str, str] = {}
-        if self.mentions is not None:
-            found = self.mentions(question)
-            named = {m: self.graph.named(m) for m in found}
-            nodes += [node for node in named.values() if node is not None]
-            if self.nearest is not None:
-                linked = self.nearest.link([m for m, node in named.items() if node is None])
-                nodes += list(linked.values())
-                nearest = {m: self.graph.names[node] for m, node in linked.items()}
-        return Seeds(list(dict.fromkeys(nodes)), nearest)
-
-    def run(self, question: str, vector: np.ndarray
-            ) -> tuple[np.ndarray | None, np.ndarray, dict[str, Any]]:
-        """The PPR mass of every node (None when no seed links: the caller falls back),
-        the chunks in dense order, and the trace (seeds and their weights)."""
-        similarity = self.chunk_matrix @ vector.astype(np.float32)
-        dense_order = np.argsort(-similarity, kind="stable")
-        seeds = self.seeds(question)
-        if not seeds.nodes:
-            return None, dense_order, {"fallback": NO_SEED, "seeds": {}}
-        n_entities = len(self.graph.names)
-        restart = np.zeros(n_entities + len(self.graph.chunk_ids))
-        weights = self.graph.specificity(seeds.nodes)
-        restart[seeds.nodes] = (1.0 - self.dense_seeds) * weights / weights.sum()
-        if self.dense_seeds > 0:
-            top = dense_order[: self.dense_seed_chunks]
-            spread = similarity.max() - similarity.min()
-            dense = ((similarity[top] - similarity.min()) / spread if spread > 0
-                     else np.ones(len(top)))
-            if dense.sum() > 0:
-                restart[n_entities + top] = self.dense_seeds * dense / dense.sum()
-        mass = self.walk.run(restart, self.damping, max_steps=self.max_iterations)
-        trace: dict[str, Any] = {"seeds": {self.graph.names[s]: round(float(w), 6)
-                                           for s, w in zip(seeds.nodes, weights)}}
-        if seeds.nearest:
-            trace["nearest"] = seeds.nearest
-        return mass, dense_order, trace
-
-    def scored(self, question: str, vector: np.ndarray
-               ) -> tuple[list[str], dict[str, float], dict[str, Any]]:
-        """Every chunk best first (by mass, ties and the massless rest in dense order),
-        each chunk's PPR mass, and the trace; the dense ranking when no seed links."""
-        mass, dense_order, trace = self.run(question, vector)
-        if mass is None:
-            return [self.graph.chunk_ids[j] for j in dense_order], {}, trace
-        chunk_mass = mass[len(self.graph.names):]
-        dense_rank = np.empty(len(dense_order), dtype=np.int64)
-        dense_rank[dense_order] = np.arange(len(dense_order))
-        order = np.lexsort((dense_rank, -chunk_mass))
-        ranked = [self.graph.chunk_ids[j] for j in order]
-        scores = {self.graph.chunk_ids[j]: float(chunk_mass[j]) for j in order
-                  if chunk_mass[j] > 0}
-        return ranked, scores, trace
-
-
 class PprStrategy:
     """HippoRAG-style retrieval by personalised PageRank (see the module docstring)."""
 
@@ -363,19 +52,6 @@ class PprStrategy:
         trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in chosen}
         context = self.units.context(chosen)
         return Context(context.unit_ids, context.doc_ids, context.text, context.tokens, trace)
-
-
-def walk_problems(index: int, entry: Config, spec: Config) -> Iterator[Problem]:
-    """The question-mention options need the nlp extraction's pipeline, and the
-    nearest-name fallback needs mentions to link."""
-    if entry.get("question_mentions") and spec["extraction"]["method"] != "nlp":
-        yield ("query", index, "question_mentions"), (
-            "question_mentions finds mentions with the nlp extraction's spaCy pipeline; set "
-            "extraction: {method: nlp}")
-    if entry.get("nearest_names") and not entry.get("question_mentions"):
-        yield ("query", index, "nearest_names"), (
-            "nearest_names links question mentions no name matches; set question_mentions: "
-            "true")
 
 
 def _needs(config: Config) -> dict[str, Need]:

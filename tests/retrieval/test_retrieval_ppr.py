@@ -23,14 +23,9 @@ import pytest
 from kgrag.errors import KgragError
 from kgrag.models.pipelines import resolve_pipeline
 from kgrag.retrieval import STRATEGIES, Resources
-from kgrag.retrieval.ppr import (
-    NO_SEED,
-    EntityGraph,
-    PprSearch,
-    PprStrategy,
-    title_aliases,
-    words,
-)
+from kgrag.retrieval.entity_graph import EntityGraph, title_aliases, words
+from kgrag.retrieval.ppr import PprStrategy
+from kgrag.retrieval.ppr_search import NO_SEED, PprSearch
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
 from kgrag.retrieval.units import Units
 from kgrag.store.vectors import VectorTable
