@@ -80,7 +80,7 @@ def dry_run(session: Session) -> list[PlannedStep]:
     A damaged artefact would be rebuilt, so it counts as not built (and is not read)."""
     reuse = {s.name: _reusable(session.artefact(s.name)) for s in session.plan.steps}
     counts = Counts(_known_question_count(session, reuse["corpus"]),
-                    _known_chunk_count(session, reuse["chunks"]))
+                    _known_chunk_count(session, reuse.get("chunks", False)))
     return [PlannedStep(s, reuse[s.name], KINDS[s.kind].max_llm_calls(s.config, counts))
             for s in session.plan.steps]
 
@@ -91,8 +91,10 @@ def _reusable(artefact: Path) -> bool:
 
 def _known_chunk_count(session: Session, intact: bool) -> int | None:
     """Chunks the run has: known only once the chunk step has run."""
+    if not intact:  # not built yet, or no chunk step (a corpus nothing chunks)
+        return None
     chunks = session.artefact("chunks") / CHUNKS_FILE
-    if not (intact and chunks.exists()):
+    if not chunks.exists():
         return None
     return pl.scan_parquet(chunks).select(pl.len()).collect().item()
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from kgrag.corpus.importers import IMPORTERS
 from kgrag.errors import KgragError
+from kgrag.eval.registry import lookup
 from kgrag.models import Models
 from kgrag.models.registry import file_sha256, folder_sha256
 from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS, BuildEnv
@@ -29,6 +30,16 @@ def has_questions(spec: Spec) -> bool:
     """Whether the run evaluates: benchmark datasets carry questions, and a jsonl or text
     corpus has them when it names a ``questions_file``."""
     return IMPORTERS[spec.corpus["dataset"]].questions or "questions_file" in spec.corpus
+
+
+def reads_chunks(spec: Spec) -> bool:
+    """Whether anything in the spec reads the chunks, so the plan chunks the corpus: every
+    graph build does, so does a strategy whose evidence is chunks (every text strategy)
+    and a metric that compares chunk spans with gold sentences. A strategy over a
+    knowledge graph's triples needs none of them."""
+    return (bool(spec.graphs)
+            or any(STRATEGIES[q["strategy"]].evidence == "chunks" for q in spec.query)
+            or any(lookup(name)[0].reads == "spans" for name in spec.evaluate["metrics"]))
 
 
 def source_sha256(path: Path, what: str = "corpus path") -> str:
@@ -54,8 +65,10 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                                                    "corpus.questions_file")
     plan.add("corpus", "import", corpus)
     embedder = models.model("embedder").sha256
-    plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
-             {"corpus": "corpus"})
+    chunked = reads_chunks(spec)
+    if chunked:
+        plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
+                 {"corpus": "corpus"})
     llm = {"sha256": models.model("answerer").sha256,
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
     graph_variants, builds = _add_graphs(plan, spec, models, llm)
@@ -75,14 +88,14 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
             # questions parsed like the chunks: the pipeline joins the fingerprint
             assert models.pipeline is not None, "the spec check requires method nlp"
             config["pipeline"] = models.pipeline.identity()
+        chunks = {"chunks": "chunks"} if declared.evidence == "chunks" else {}
         plan.queries[strategy["name"]] = plan.step(
             f"retrieve.{strategy['name']}", "retrieve", config,
-            {"corpus": "corpus", "chunks": "chunks",
-             **declared.inputs(strategy)})
+            {"corpus": "corpus", **chunks, **declared.inputs(strategy)})
     if not has_questions(spec):
         return plan
     answering = spec.answer["questions"] != 0
-    evaluate_inputs = {"corpus": "corpus", "chunks": "chunks"}
+    evaluate_inputs = {"corpus": "corpus", **({"chunks": "chunks"} if chunked else {})}
     for build in builds:  # each graph build's cost is reported beside the strategies
         evaluate_inputs |= {f"build.{step}": step for step in build["steps"]}
     for _, strategy in strategies:

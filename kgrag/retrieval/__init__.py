@@ -3,7 +3,7 @@
 Each strategy module declares itself once, as ``DECLARATION``
 (``kgrag.spec.declarations.Strategy``): its parameters, the artefacts it reads and the
 class that retrieves (``load(config, artefacts, resources)``,
-``retrieve(question, vector) -> Context``). A class that ranks chunks also has
+``retrieve(question, vector) -> Evidence``). A class that ranks chunks also has
 ``ranking(question, vector) -> [chunk ids, best first]``, which makes its strategy one
 that ``fusion`` can fuse. ``STRATEGIES`` below is the spec's ``strategy`` enum.
 """
@@ -23,7 +23,7 @@ from kgrag.spec.declarations import Strategy
 class Resources:
     """What every strategy may use besides its own artefacts."""
 
-    units: Units  # the chunks
+    units: Units | None  # the chunks, for a strategy whose evidence is chunks
     tokenizer: Tokenizer
     llm: Any = None  # the CachedLLM, for strategies that call one while retrieving
     prompt_style: str = "completion"  # how that LLM is prompted (answer.prompt)

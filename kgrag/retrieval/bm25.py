@@ -20,7 +20,7 @@ import numpy as np
 from bm25s.tokenization import Tokenizer as WordSplitter
 
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.units import Context, Units
+from kgrag.retrieval.units import Evidence, Units
 from kgrag.spec.declarations import Strategy
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class Bm25Strategy:
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
         return self.index.ranked(question)
 
-    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+    def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         return self.units.context(fill_budget(self.ranking(question, vector),
                                               self.units.tokens, self.budget))
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from kgrag.errors import KgragError
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.units import Context, Units
+from kgrag.retrieval.units import Evidence, Units
 from kgrag.spec.declarations import Config, Need, Param, Problem, Strategy
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class FusionStrategy:
         return reciprocal_rank_fusion([m.ranking(question, vector) for m in self.members],
                                       self.rrf_k)
 
-    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+    def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         return self.units.context(fill_budget(self.ranking(question, vector),
                                               self.units.tokens, self.budget))
 

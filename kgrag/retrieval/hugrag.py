@@ -46,7 +46,7 @@ from kgrag.retrieval.hugrag_graph import HugragGraph
 from kgrag.retrieval.hugrag_search import expand, hybrid_scores, mmr, relationships_among
 from kgrag.retrieval.params import HIERARCHY
 from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
-from kgrag.retrieval.units import Context
+from kgrag.retrieval.units import Evidence
 from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class HugragStrategy:
         return {self.graph.nodes[i].key: hop for i, hop in chosen.items()
                 if self.graph.nodes[i].kind == "entity"}
 
-    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+    def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         c, graph = self.config, self.graph
         scores = hybrid_scores(graph, question, vector, c["semantic_weight"])
         trace: dict[str, Any] = {}
@@ -138,7 +138,7 @@ class HugragStrategy:
             trace["kept"] = len(kept)
         unit_ids = [item.key for item in kept if item.kind == "chunk"]
         text = evidence_text(kept)
-        return Context(unit_ids, [graph.chunk_docs[u] for u in unit_ids], text,
+        return Evidence(unit_ids, [graph.chunk_docs[u] for u in unit_ids], text,
                        self.tokenizer.count(text), trace=trace, llm_calls=calls[0],
                        llm_tokens_in=calls[1], llm_tokens_out=calls[2], llm_ms=llm_ms)
 

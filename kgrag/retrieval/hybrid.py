@@ -21,7 +21,7 @@ from kgrag.retrieval.layout import TEXT_JOINER, Layout, check_theta, share
 from kgrag.retrieval.local_search import LocalSearch
 from kgrag.retrieval.naive import NaiveStrategy
 from kgrag.retrieval.params import SKELETON, TOP_ENTITIES, theta
-from kgrag.retrieval.units import Context, Units
+from kgrag.retrieval.units import Evidence, Units
 from kgrag.spec.declarations import Config, GraphRef, Need, Strategy
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class HybridStrategy:
         dense = NaiveStrategy(open_dense(artefacts["dense"]), units, None, budget)
         return cls(dense, local, units, layout, budget, config["theta"])
 
-    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+    def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         local = self.local.search(vector.astype(np.float32), share(self.theta, self.budget))
         taken = set(local.unit_ids)
         dense, _ = self.layout.fill(DENSE_HEADER, TEXT_JOINER,
@@ -58,7 +58,7 @@ class HybridStrategy:
                                     self.budget - local.tokens)
         unit_ids = local.unit_ids + dense.ids
         text, tokens = self.layout.render([*local.sections, dense])
-        return Context(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens)
+        return Evidence(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens)
 
 
 def _needs(config: Config) -> dict[str, Need]:

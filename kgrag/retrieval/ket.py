@@ -66,7 +66,7 @@ from kgrag.retrieval.layout import (
 from kgrag.retrieval.local_search import LocalContext, LocalSearch, children_of
 from kgrag.retrieval.params import GRAPH_NAME, SKELETON, TOP_ENTITIES, theta
 from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
-from kgrag.retrieval.units import Context, Units
+from kgrag.retrieval.units import Evidence, Units
 from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class KetStrategy:
             skeleton = PprChannel(search, units, children_of(units, parent_of), layout)
         return cls(config["budget_tokens"], config["theta"], skeleton, keywords, units, layout)
 
-    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+    def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         vector = vector.astype(np.float32)
         sections: list[Section] = []
         skeleton_units: list[str] = []
@@ -206,7 +206,7 @@ class KetStrategy:
             skeleton_units = local.unit_ids
         unit_ids = skeleton_units + keyword_units
         text, tokens = self.layout.render(sections)
-        return Context(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens, trace)
+        return Evidence(unit_ids, [self.units.doc[u] for u in unit_ids], text, tokens, trace)
 
 
 def _needs(config: Config) -> dict[str, Need]:

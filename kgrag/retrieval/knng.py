@@ -28,7 +28,7 @@ from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.local_search import natural_key
 from kgrag.retrieval.naive import NaiveStrategy
 from kgrag.retrieval.params import SKELETON, TOP_K
-from kgrag.retrieval.units import Context, Units
+from kgrag.retrieval.units import Evidence, Units
 from kgrag.spec.declarations import Config, GraphRef, Need, Strategy
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class KnngStrategy:
                 listed.setdefault(chunk)
         return list(listed)
 
-    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+    def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         return self.units.context(fill_budget(self.ranked(vector), self.units.tokens,
                                               self.budget))
 

@@ -12,7 +12,7 @@ import numpy as np
 from kgrag.contents.dense import open_dense
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.params import TOP_K
-from kgrag.retrieval.units import Context, Units
+from kgrag.retrieval.units import Evidence, Units
 from kgrag.spec.declarations import Strategy
 from kgrag.store.vectors import VectorTable
 
@@ -45,7 +45,7 @@ class NaiveStrategy:
         """The ``top_k`` candidates, best first (what ``fusion`` fuses)."""
         return self.ranked(vector)
 
-    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+    def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         return self.units.context(fill_budget(self.ranking(question, vector), self.units.tokens,
                                               self.budget))
 

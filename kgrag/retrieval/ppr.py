@@ -22,7 +22,7 @@ from kgrag.errors import KgragError
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.params import HIERARCHY, SKELETON
 from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
-from kgrag.retrieval.units import Context, Units
+from kgrag.retrieval.units import Evidence, Units
 from kgrag.spec.declarations import Config, GraphRef, Need, Param, Problem, Strategy
 
 if TYPE_CHECKING:
@@ -46,12 +46,12 @@ class PprStrategy:
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
         return self.search.scored(question, vector)[0]
 
-    def retrieve(self, question: str, vector: np.ndarray) -> Context:
+    def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         ranked, scores, trace = self.search.scored(question, vector)
         chosen = fill_budget(ranked, self.units.tokens, self.budget)
         trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in chosen}
         context = self.units.context(chosen)
-        return Context(context.unit_ids, context.doc_ids, context.text, context.tokens, trace)
+        return Evidence(context.unit_ids, context.doc_ids, context.text, context.tokens, trace)
 
 
 def _needs(config: Config) -> dict[str, Need]:

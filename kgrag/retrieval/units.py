@@ -1,4 +1,4 @@
-"""Retrieval units and the context a strategy hands to the LLM."""
+"""Retrieval units, and the evidence a strategy hands to the LLM."""
 
 from __future__ import annotations
 
@@ -35,21 +35,24 @@ class Units:
                    dict(zip(ids, df["context_tokens"].to_list())),
                    dict(zip(ids, df["doc_id"].to_list())))
 
-    def context(self, ids: list[str]) -> Context:
+    def context(self, ids: list[str]) -> Evidence:
         """The plain context made of these units, in this order."""
-        return Context(ids, [self.doc[i] for i in ids], "\n\n".join(self.text[i] for i in ids),
+        return Evidence(ids, [self.doc[i] for i in ids], "\n\n".join(self.text[i] for i in ids),
                        sum(self.tokens[i] for i in ids))
 
 
 @dataclass(frozen=True)
-class Context:
+class Evidence:
     """What one strategy retrieved for one question.
 
-    ``unit_ids`` / ``doc_ids`` are the text units in rank order (recall@k reads the
-    documents); ``text`` is exactly what the LLM reads and what coverage searches;
-    ``tokens`` is what it cost of the budget. A strategy that calls an LLM while
-    retrieving (HugRAG's causal filter) reports the requests and tokens, and
-    ``trace`` holds whatever per-question record it keeps (JSON-serialisable).
+    ``unit_ids`` are the items retrieved, in rank order, of the strategy's declared
+    ``evidence`` kind: text units (chunks or sub-chunks) for every strategy of today,
+    triples or entities for a strategy over a knowledge graph; ``doc_ids`` are the
+    documents they come from, where they have one (recall@k reads them). ``text`` is
+    exactly what the LLM reads and what coverage searches; ``tokens`` is what it cost of
+    the budget. A strategy that calls an LLM while retrieving (HugRAG's causal filter)
+    reports the requests and tokens, and ``trace`` holds whatever per-question record it
+    keeps (JSON-serialisable).
     """
 
     unit_ids: list[str]

@@ -106,6 +106,9 @@ class Strategy:
     ``problems(index, raw entry, filled entry, filled spec)`` yields the strategy's own
     spec checks; ``uses_llm(config)`` says whether it calls the LLM while retrieving;
     ``evaluated(config)`` names graph artefacts its structural metrics read.
+    ``evidence`` is what it retrieves: "chunks" (text units, read from the plan's chunks
+    and handed to ``load`` as ``resources.units``) or another kind, such as triples of a
+    knowledge-graph corpus, for which the plan chunks nothing (``Evidence``).
     """
 
     name: str
@@ -117,6 +120,7 @@ class Strategy:
     problems: Callable[[int, Config, Config, Config], Iterator[Problem]] = _no_problems
     uses_llm: Callable[[Config], bool] = _never
     evaluated: Callable[[Config], dict[str, GraphRef]] = field(default=lambda config: {})
+    evidence: str = "chunks"
 
     def inputs(self, config: Config) -> dict[str, str]:
         """The step each input role reads, for a concrete config."""

@@ -32,7 +32,7 @@ def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any,
     """Build the configured strategy from its artefact folders (by role)."""
     declared = STRATEGIES[config["strategy"]]
     llm = models.llm("filter") if declared.uses_llm(config) else None
-    units = Units.of(read_chunks(inputs["chunks"], UNIT_COLUMNS))
+    units = Units.of(read_chunks(inputs["chunks"], UNIT_COLUMNS)) if "chunks" in inputs else None
     resources = Resources(units, models.tokenizer, llm, prompt_style, models.embedder,
                           models.pipeline)
     artefacts = {role: inputs[role] for role in declared.needs(config)}
@@ -75,11 +75,13 @@ def retrieve(ctx: StepContext) -> None:
                      "llm_tokens_out": context.llm_tokens_out,
                      "trace": json.dumps(context.trace, sort_keys=True)})
     if rows and not any(row["context_tokens"] for row in rows):
-        smallest = read_chunks(ctx.input("chunks"), ["context_tokens"])["context_tokens"].min()
+        why = ""
+        if "chunks" in ctx.inputs:
+            smallest = read_chunks(ctx.input("chunks"), ["context_tokens"])["context_tokens"].min()
+            why = f" (the smallest chunk has {smallest} tokens)"
         raise KgragError(
             f"{ctx.step.name}: budget_tokens {config['budget_tokens']} holds nothing for any of "
-            f"the {len(rows)} questions (the smallest chunk has {smallest} tokens); raise "
-            "budget_tokens")
+            f"the {len(rows)} questions{why}; raise budget_tokens")
     write_retrieved(ctx.out_dir, rows)
     fallbacks = sum("fallback" in json.loads(row["trace"]) for row in rows)
     if fallbacks:

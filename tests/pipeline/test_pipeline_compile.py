@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kgrag import api
 from kgrag.errors import KgragError
 from kgrag.pipeline.artefacts import TEMP_PREFIX
-from kgrag.spec.declarations import label, variants
-from kgrag.spec.model import NAME_MAX
+from kgrag.pipeline.compile import compile_plan
+from kgrag.retrieval import STRATEGIES
+from kgrag.spec import thaw
+from kgrag.spec.declarations import Strategy, label, variants
+from kgrag.spec.model import NAME_MAX, freeze
 from kgrag.spec.schema import SCHEMA
 from tests.conftest import write_spec
 
@@ -134,3 +139,36 @@ def test_the_longest_names_and_sweep_values_fit_in_a_folder_name(project):
     longest = max(len(f"{TEMP_PREFIX}{session.artefact(step.name).name}-{pid_max}")
                   for step in session.plan.steps)
     assert longest <= NAME_MAX
+
+
+class TripleRanker:
+    """A strategy class that is never run: the test compiles a plan only."""
+
+    load = retrieve = staticmethod(lambda *args: None)
+
+
+def test_the_plan_chunks_the_corpus_only_when_something_reads_chunks(project, monkeypatch):
+    """A strategy whose evidence is not chunks (a knowledge graph's triples) reads no chunk
+    step, and a plan of such strategies alone chunks nothing."""
+    monkeypatch.setitem(STRATEGIES, "triples", Strategy(
+        "triples", "a strategy over triples.", (), TripleRanker, lambda config: {},
+        evidence="triples"))
+    session = api.open_session(write_spec(project, query=[{"name": "d", "strategy": "naive"}],
+                                          evaluate={"metrics": ["em", "f1"]}))
+    data = thaw(session.spec.data)
+    triples = {"name": "t", "strategy": "triples", "budget_tokens": 100}
+
+    def plan_of(*query):
+        spec = dataclasses.replace(session.spec, data=freeze({**data, "query": list(query)}))
+        return compile_plan(spec, session.models)
+
+    alone = plan_of(triples)
+    assert [s.name for s in alone.steps][:1] == ["corpus"]
+    assert not {"chunks", "dense"} & {s.name for s in alone.steps}
+    assert alone.queries["t"].inputs == {"corpus": "corpus"}
+    assert "chunks" not in alone.by_name()["evaluate"].inputs
+    beside = plan_of(triples, thaw(session.spec.query[0]))
+    assert {"chunks", "dense"} <= {s.name for s in beside.steps}
+    assert beside.queries["t"].inputs == {"corpus": "corpus"}
+    assert beside.queries["d"].inputs == {"corpus": "corpus", "chunks": "chunks",
+                                          "dense": "dense"}
