@@ -14,3 +14,7 @@ SCHEMA = {"question_id": pl.String, "answer": pl.String, "tokens_in": pl.Int64,
 
 def write_answers(folder: Path, rows: list[dict[str, Any]]) -> None:
     pl.DataFrame(rows, schema=SCHEMA).write_parquet(folder / ANSWERS)
+
+
+def read_answers(folder: Path) -> pl.DataFrame:
+    return pl.read_parquet(folder / ANSWERS)

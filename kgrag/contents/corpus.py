@@ -33,3 +33,13 @@ def read_documents(folder: Path, columns: list[str] | None = None) -> pl.DataFra
 
 def read_questions(folder: Path) -> pl.DataFrame:
     return pl.read_parquet(folder / QUESTIONS)
+
+
+def read_sentences(folder: Path) -> pl.DataFrame:
+    return pl.read_parquet(folder / SENTENCES)
+
+
+def read_triples(folder: Path) -> pl.DataFrame | None:
+    """The gold triples, or None for a corpus artefact written before they were kept."""
+    path = folder / TRIPLES
+    return pl.read_parquet(path) if path.exists() else None

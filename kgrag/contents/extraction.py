@@ -21,3 +21,8 @@ def write_extraction(folder: Path, counts: pl.DataFrame, entities: pl.DataFrame,
                      relationships: pl.DataFrame) -> None:
     counts.write_parquet(folder / EXTRACTIONS)
     write_entity_tables(folder, entities, relationships)
+
+
+def read_counts(folder: Path) -> pl.DataFrame:
+    """The per-chunk extraction record (``extractions.parquet``)."""
+    return pl.read_parquet(folder / EXTRACTIONS)

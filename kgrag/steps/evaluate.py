@@ -25,13 +25,13 @@ from typing import Any
 
 import polars as pl
 
-from kgrag.contents.answers import ANSWERS
-from kgrag.contents.chunks import CHUNKS_FILE
-from kgrag.contents.corpus import QUESTIONS, SENTENCES, TRIPLES
-from kgrag.contents.entities import ENTITIES_FILE, RELATIONSHIPS_FILE
-from kgrag.contents.extraction import EXTRACTIONS
+from kgrag.contents.answers import read_answers
+from kgrag.contents.chunks import read_chunks
+from kgrag.contents.corpus import read_questions, read_sentences, read_triples
+from kgrag.contents.entities import read_entities, read_relationships
+from kgrag.contents.extraction import read_counts
 from kgrag.contents.metrics import METRICS
-from kgrag.contents.retrieved import RETRIEVED
+from kgrag.contents.retrieved import read_retrieved
 from kgrag.corpus.corpus import empty_triples
 from kgrag.eval.builds import build_row
 from kgrag.eval.registry import EvidenceSpans, ExtractionBuild, Metric, lookup
@@ -45,13 +45,12 @@ log = logging.getLogger(__name__)
 
 @step_kind("evaluate", "6", publish=(METRICS,))
 def evaluate(ctx: StepContext) -> None:
-    questions = pl.read_parquet(ctx.input("corpus") / QUESTIONS)
-    sentences = pl.read_parquet(ctx.input("corpus") / SENTENCES)
+    questions = read_questions(ctx.input("corpus"))
+    sentences = read_sentences(ctx.input("corpus"))
     requested = {name: lookup(name)[0] for name in ctx.config["metrics"]}
     spans = None
     if any(metric.reads == "spans" for metric in requested.values()):
-        chunks = pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE,
-                                 columns=["chunk_id", "doc_id", "start", "end"])
+        chunks = read_chunks(ctx.input("chunks"), ["chunk_id", "doc_id", "start", "end"])
         spans = EvidenceSpans.from_frames(chunks, sentences)
     gold_of: dict[Path, dict[str, set[str]]] = {}  # per hierarchy build, computed once
     per_strategy = [name for name, metric in requested.items() if not metric.per_build]
@@ -59,9 +58,9 @@ def evaluate(ctx: StepContext) -> None:
     rows = []
     for strategy in ctx.config["strategies"]:
         name = strategy["name"]
-        retrieved = pl.read_parquet(ctx.input(f"retrieve.{name}") / RETRIEVED)
+        retrieved = read_retrieved(ctx.input(f"retrieve.{name}"))
         answers_dir = ctx.inputs.get(f"answer.{name}")
-        answers = None if answers_dir is None else pl.read_parquet(answers_dir / ANSWERS)
+        answers = None if answers_dir is None else read_answers(answers_dir)
         row = strategy_row(name, strategy["strategy"], per_strategy, questions,
                            retrieved, answers, spans)
         graph = ctx.inputs.get(f"graph.{name}")
@@ -114,7 +113,7 @@ def _gold_nodes(graph: Path, questions: pl.DataFrame, sentences: pl.DataFrame
                 ) -> dict[str, set[str]]:
     """Question id → the entities of one hierarchy build named in its gold sentences."""
     text = dict(sentences.select("sentence_id", "text").iter_rows())
-    names = pl.read_parquet(graph / ENTITIES_FILE, columns=["name"])["name"].to_list()
+    names = read_entities(graph, ["name"])["name"].to_list()
     return {qid: gold_nodes(names, [text[s] for s in ids if s in text])
             for qid, ids in questions.select("question_id", "gold_sentence_ids").iter_rows()}
 
@@ -123,28 +122,26 @@ def _build_metrics(ctx: StepContext, builds: list[dict[str, Any]],
                      metrics: list[Metric]) -> None:
     """Add the build ``metrics`` (each reads one build's extraction) to the row of every
     build with an ``extract`` step."""
-    triples_file = ctx.input("corpus") / TRIPLES
-    triples = pl.read_parquet(triples_file) if triples_file.exists() else empty_triples()
-    if not triples_file.exists():
+    triples = read_triples(ctx.input("corpus"))
+    if triples is None:
+        triples = empty_triples()
         ctx.notes["gold_triples"] = ("the corpus artefact predates gold triples; rerun with "
                                      "--force corpus to read them")
     elif triples.is_empty():
         ctx.notes["gold_triples"] = ("none in this corpus (kgrag reads 2Wiki's evidences): "
                                      "gold-triple recall is not reported")
-    units = dict(pl.read_parquet(ctx.input("chunks") / CHUNKS_FILE,
-                                 columns=["chunk_id", "context"]).iter_rows())
+    units = dict(read_chunks(ctx.input("chunks"), ["chunk_id", "context"]).iter_rows())
     for build, row in zip(ctx.config["builds"], builds):
         step = next((s for s in build["steps"] if s.startswith("extract.")), None)
         if step is None:
             continue
         folder, record = ctx.input(f"build.{step}"), _build_record(ctx.input(f"build.{step}"))
-        counts = pl.read_parquet(folder / EXTRACTIONS)
+        counts = read_counts(folder)
         llm = None if record is None else record["llm"]
         extraction = ExtractionBuild(
             counts, None if record is None else record["wall_s"],
             None if llm is None else llm["tokens_in"] + llm["tokens_out"],
             {chunk: units[chunk] for chunk in counts["chunk_id"]},
-            pl.read_parquet(folder / ENTITIES_FILE), pl.read_parquet(folder / RELATIONSHIPS_FILE),
-            triples)
+            read_entities(folder), read_relationships(folder), triples)
         for metric in metrics:
             row.update(metric.score(extraction))
