@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kgrag.errors import KgragError
@@ -96,6 +96,14 @@ def _never(config: Config) -> bool:
     return False
 
 
+def _reads_no_graph(config: Config) -> dict[str, GraphRef]:
+    return {}
+
+
+def _no_graph_problems(index: int, graph: Config) -> Iterator[Problem]:
+    return iter(())
+
+
 @dataclass(frozen=True)
 class Strategy:
     """A query strategy.
@@ -119,7 +127,7 @@ class Strategy:
     groups: tuple[Group, ...] = ()
     problems: Callable[[int, Config, Config, Config], Iterator[Problem]] = _no_problems
     uses_llm: Callable[[Config], bool] = _never
-    evaluated: Callable[[Config], dict[str, GraphRef]] = field(default=lambda config: {})
+    evaluated: Callable[[Config], dict[str, GraphRef]] = _reads_no_graph
     evidence: str = "chunks"
 
     def inputs(self, config: Config) -> dict[str, str]:
@@ -145,8 +153,7 @@ class GraphKind:
     summary: str
     params: tuple[Param, ...]
     build: Callable[..., None]
-    problems: Callable[[int, Config], Iterator[Problem]] = field(
-        default=lambda index, graph: iter(()))
+    problems: Callable[[int, Config], Iterator[Problem]] = _no_graph_problems
 
 
 @dataclass(frozen=True)
