@@ -9,14 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from kgrag.answer import answer
 from kgrag.bundle.compare import metric_differences
 from kgrag.bundle.pack import BundleSummary, make_bundle
 from kgrag.bundle.replay import unpack
-from kgrag.contents.chunks import CHUNKS_FILE
-from kgrag.contents.corpus import QUESTIONS, read_documents, read_questions
+from kgrag.contents.chunks import count_chunks
+from kgrag.contents.corpus import has_question_table, read_documents, read_questions
 from kgrag.contents.metrics import METRICS, read_metrics
 from kgrag.errors import KgragError
 from kgrag.models import Models
@@ -24,6 +22,7 @@ from kgrag.models.cache import CacheStats, CallCache
 from kgrag.models.registry import ResolvedModel, bundled_models
 from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.compile import compile_plan, has_questions
+from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, PIPELINE
 from kgrag.pipeline.integrity import damage
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
@@ -62,7 +61,7 @@ def open_session(spec_path: str | Path, *, root: Path | None = None,
     replaces llama.cpp behind the call cache for every LLM (a stand-in in tests)."""
     spec = load_spec(spec_path, root)
     cache = CallCache(spec.cache_dir) if cache is None else cache
-    parses = spec.extraction["method"] in ("nlp", "hybrid")
+    parses = PIPELINE in EXTRACTION_METHODS[spec.extraction["method"]].params
     models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
                     spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend)
     return Session(spec, cache, models, compile_plan(spec, models))
@@ -93,15 +92,12 @@ def _known_chunk_count(session: Session, intact: bool) -> int | None:
     """Chunks the run has: known only once the chunk step has run."""
     if not intact:  # not built yet, or no chunk step (a corpus nothing chunks)
         return None
-    chunks = session.artefact("chunks") / CHUNKS_FILE
-    if not chunks.exists():
-        return None
-    return pl.scan_parquet(chunks).select(pl.len()).collect().item()
+    return count_chunks(session.artefact("chunks"))
 
 
 def _known_question_count(session: Session, intact: bool) -> int | None:
     """Questions the run will have: exact once imported, else bounded from the spec."""
-    if intact and (session.artefact("corpus") / QUESTIONS).exists():
+    if intact and has_question_table(session.artefact("corpus")):
         return read_questions(session.artefact("corpus")).height
     corpus = session.spec.corpus
     if not has_questions(session.spec):

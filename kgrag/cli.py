@@ -100,7 +100,7 @@ def _cmd_bundle(args: argparse.Namespace) -> int:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from kgrag import api
-    from kgrag.bundle.compare import TIMING
+    from kgrag.bundle.compare import PAID, TIMING
 
     bundle = Path(args.bundle)
     folder = Path(args.dir) if args.dir else Path(f"{bundle.name.split('.')[0]}-replay")
@@ -114,7 +114,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         print("metrics.json differs from the bundle's:\n  " + "\n  ".join(result.differences))
         return EXIT_MISMATCH
     print(f"metrics.json: identical to the bundle's apart from timings ({', '.join(TIMING)}) "
-          "and builds' paid calls (llm_calls, cache_hits: answered by the cache here)")
+          f"and builds' paid calls ({', '.join(PAID)}: answered by the cache here)")
     return 0
 
 

@@ -21,12 +21,12 @@ from kgrag.errors import KgragError
 from kgrag.models.cache import canonical_json
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.pipeline.integrity import damage
+from kgrag.pipeline.manifest import MANIFEST
 
 if TYPE_CHECKING:
     from kgrag.api import Session
 
 CALLS = "calls.jsonl"  # one [key, payload] per line
-MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,12 @@ def make_bundle(session: Session, out: Path, *, copy_corpus: bool = True) -> Bun
     unrecorded = []
     for step in session.plan.steps:
         folder = session.artefact(step.name)
-        problem = "has not been built" if not folder.exists() else damage(folder)
-        if problem is not None:
-            state = problem if not folder.exists() else f"is damaged ({problem})"
+        state = None
+        if not folder.exists():
+            state = "has not been built"
+        elif (problem := damage(folder)) is not None:
+            state = f"is damaged ({problem})"
+        if state is not None:
             raise KgragError(f"{spec.path}: step {step.name} {state}, so there is no finished "
                              f"run to bundle; run `kgrag run {spec.path}` first")
         if not (folder / CALLS_RECORD).exists():
@@ -61,11 +64,12 @@ def make_bundle(session: Session, out: Path, *, copy_corpus: bool = True) -> Bun
     manifest = session.run_dir / MANIFEST
     if not manifest.exists():
         raise KgragError(f"{manifest} is missing; run `kgrag run {spec.path}` again, then bundle")
+    manifest_bytes = manifest.read_bytes()
     spec_member, sources = layout(spec)
     members = {spec_member: spec.path.read_bytes(),
                CALLS: "".join(canonical_json([key, payload]) + "\n" for key, payload
                               in session.cache.entries(sorted(keys))).encode(),
-               MANIFEST: manifest.read_bytes()}
+               MANIFEST: manifest_bytes}
     if "evaluate" in session.plan.by_name():
         members[METRICS] = (session.artefact("evaluate") / METRICS).read_bytes()
     if copy_corpus:
@@ -77,7 +81,7 @@ def make_bundle(session: Session, out: Path, *, copy_corpus: bool = True) -> Bun
         "sources": [source.record(copy_corpus) for source in sources],
         "models": {role: {k: v for k, v in model.items() if k != "path"}
                    for role, model in described.items()},
-        "libraries": json.loads(manifest.read_text())["libraries"],
+        "libraries": json.loads(manifest_bytes)["libraries"],
         "steps": {step.name: step.fingerprint for step in session.plan.steps},
         "calls": len(keys),
     }

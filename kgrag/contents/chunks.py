@@ -21,5 +21,11 @@ def write_chunks(folder: Path, chunks: pl.DataFrame) -> None:
     chunks.write_parquet(folder / CHUNKS_FILE)
 
 
+def count_chunks(folder: Path) -> int | None:
+    """How many chunks the artefact holds, without reading them; None without its table."""
+    path = folder / CHUNKS_FILE
+    return pl.scan_parquet(path).select(pl.len()).collect().item() if path.exists() else None
+
+
 def read_chunks(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:
     return pl.read_parquet(folder / CHUNKS_FILE, columns=columns)

@@ -35,6 +35,10 @@ def read_questions(folder: Path) -> pl.DataFrame:
     return pl.read_parquet(folder / QUESTIONS)
 
 
+def has_question_table(folder: Path) -> bool:
+    return (folder / QUESTIONS).exists()
+
+
 def read_sentences(folder: Path) -> pl.DataFrame:
     return pl.read_parquet(folder / SENTENCES)
 

@@ -13,5 +13,9 @@ from typing import Any
 METRICS = "metrics.json"
 
 
+def write_metrics(folder: Path, result: dict[str, Any]) -> None:
+    (folder / METRICS).write_text(json.dumps(result, indent=2) + "\n")
+
+
 def read_metrics(folder: Path) -> dict[str, Any]:
     return json.loads((folder / METRICS).read_text())

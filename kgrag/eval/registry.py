@@ -68,14 +68,14 @@ class StrategyRun:
 class ExtractionBuild:
     """What a build metric reads of one build's extract step: its per-chunk counts, its
     wall seconds and LLM tokens (None when its record is unknown), the chunks it
-    extracted (id → text), its merged tables and the corpus' gold triples."""
+    extracted (id → text), its merged tables, read only by a metric that asks for them
+    (``tables()``: a whole domain's are large), and the corpus' gold triples."""
 
     counts: pl.DataFrame
     wall_s: float | None
     llm_tokens: int | None
     chunks: Mapping[str, str]
-    entities: pl.DataFrame
-    relationships: pl.DataFrame
+    tables: Callable[[], tuple[pl.DataFrame, pl.DataFrame]]  # (entities, relationships)
     triples: pl.DataFrame
 
 
@@ -83,12 +83,13 @@ class ExtractionBuild:
 class Metric:
     """A registered metric. ``name`` ending in ``@`` is a family taking a cut-off
     (``recall@5``), passed to ``score`` as ``k``; ``gold`` names the questions column
-    it reads and how messages call it, for metrics that only some corpora support."""
+    it reads, how messages call it and where a corpus gets it, for metrics that only
+    some corpora support."""
 
     name: str
     reads: Reads
     score: Callable[..., Any]
-    gold: tuple[str, str] | None = None
+    gold: tuple[str, str, str] | None = None
 
     @property
     def per_build(self) -> bool:
@@ -98,7 +99,7 @@ class Metric:
 METRICS: dict[str, Metric] = {}
 
 
-def metric(name: str, reads: Reads, gold: tuple[str, str] | None = None
+def metric(name: str, reads: Reads, gold: tuple[str, str, str] | None = None
            ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as metric ``name``."""
 
@@ -137,14 +138,17 @@ def _coverage(run: StrategyRun) -> float | None:
                                                run.table["answers"].to_list())])
 
 
-@metric("recall@", "documents", gold=("supporting_doc_ids", "supporting documents"))
+@metric("recall@", "documents", gold=("supporting_doc_ids", "supporting documents",
+                                      ("a questions file lists a question's supporting "
+                                      "document ids in 'supporting'")))
 def _recall(run: StrategyRun, k: int) -> float | None:
     values = [recall_at_k(d, s, k) for d, s in zip(run.table["doc_ids"].to_list(),
                                                    run.table["supporting_doc_ids"].to_list())]
     return _mean([v for v in values if v is not None])
 
 
-@metric("context_recall", "spans", gold=("gold_sentence_ids", "gold sentences"))
+@metric("context_recall", "spans", gold=("gold_sentence_ids", "gold sentences",
+                                          "HolisQA's questions carry them"))
 def _context_recall(run: StrategyRun) -> float | None:
     """Mean context recall over the questions with gold sentences; retrieved ids that are
     not chunks (KET-RAG sub-chunks, for instance) carry no span and are ignored."""
@@ -174,8 +178,7 @@ def _extraction(build: ExtractionBuild) -> dict[str, Any]:
     row = extraction_figures(build.counts, build.wall_s, build.llm_tokens)
     if build.triples.is_empty():
         return row | {"gold_triples": 0}
-    return row | gold_scores(build.triples, build.chunks, build.entities,
-                             build.relationships).as_row()
+    return row | gold_scores(build.triples, build.chunks, *build.tables()).as_row()
 
 
 def _mean(values: Sequence[float]) -> float | None:

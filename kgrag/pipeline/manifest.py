@@ -19,6 +19,7 @@ from typing import Any
 from kgrag.models.llm import usable_cores
 from kgrag.pipeline.artefacts import write_json_atomic
 
+MANIFEST = "manifest.json"  # in the run folder
 LIBRARIES = ("kgrag", "llama_cpp_python", "sentence-transformers", "transformers", "torch",
              "lancedb", "polars", "diskcache", "jsonschema", "pyyaml", "spacy")
 
@@ -60,7 +61,7 @@ class Manifest:
             "models": models.describe(), "libraries": library_versions(), "machine": machine(),
             "steps": [],
         }
-        manifest = cls(run_dir / "manifest.json", data)
+        manifest = cls(run_dir / MANIFEST, data)
         manifest.write()
         return manifest
 

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 import psutil
 
@@ -37,7 +37,6 @@ from kgrag.pipeline.step import StepContext, StepKind
 from kgrag.progress import step_label
 from kgrag.steps import KINDS
 
-T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 

@@ -30,7 +30,7 @@ from kgrag.contents.chunks import read_chunks
 from kgrag.contents.corpus import read_questions, read_sentences, read_triples
 from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.contents.extraction import read_counts
-from kgrag.contents.metrics import METRICS
+from kgrag.contents.metrics import METRICS, write_metrics
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.corpus.corpus import empty_triples
 from kgrag.eval.builds import build_row
@@ -72,15 +72,16 @@ def evaluate(ctx: StepContext) -> None:
                 [json.loads(t) for t in retrieved["trace"]],
                 [golds.get(q, set()) for q in retrieved["question_id"]]))
         rows.append({**row, "params": ctx.config["params"][name]})  # swept values, if any
-    builds = [build_row(b["graph"], b["kind"], [_build_record(ctx.input(f"build.{step}"))
-                                                for step in b["steps"]])
+    records = {step: _build_record(ctx.input(f"build.{step}"))
+               for b in ctx.config["builds"] for step in b["steps"]}
+    builds = [build_row(b["graph"], b["kind"], [records[step] for step in b["steps"]])
               for b in ctx.config["builds"]]
     per_build = [metric for metric in requested.values() if metric.per_build]
     if per_build:
-        _build_metrics(ctx, builds, per_build)
+        _build_metrics(ctx, builds, records, per_build)
     result = {"dataset": ctx.config["dataset"], "n_questions": questions.height, "rows": rows,
               "builds": builds}
-    (ctx.out_dir / METRICS).write_text(json.dumps(result, indent=2) + "\n")
+    write_metrics(ctx.out_dir, result)
 
 
 def _say_missing_gold(ctx: StepContext, metrics: dict[str, Metric],
@@ -92,11 +93,10 @@ def _say_missing_gold(ctx: StepContext, metrics: dict[str, Metric],
     for metric, registered in metrics.items():
         if registered.gold is None:
             continue
-        column, gold = registered.gold
+        column, gold, source = registered.gold
         have = questions.filter(pl.col(column).list.len() > 0).height
         if have == 0:
-            ctx.notes[metric] = (f"not reported: no question has {gold} (a questions file "
-                                 "lists a question's supporting document ids in 'supporting')")
+            ctx.notes[metric] = f"not reported: no question has {gold} ({source})"
             log.warning("%s: %s", metric, ctx.notes[metric])
         elif have < questions.height:
             ctx.notes[metric] = (f"the mean over the {have} of {questions.height} questions "
@@ -119,7 +119,7 @@ def _gold_nodes(graph: Path, questions: pl.DataFrame, sentences: pl.DataFrame
 
 
 def _build_metrics(ctx: StepContext, builds: list[dict[str, Any]],
-                     metrics: list[Metric]) -> None:
+                   records: dict[str, dict | None], metrics: list[Metric]) -> None:
     """Add the build ``metrics`` (each reads one build's extraction) to the row of every
     build with an ``extract`` step."""
     triples = read_triples(ctx.input("corpus"))
@@ -135,13 +135,13 @@ def _build_metrics(ctx: StepContext, builds: list[dict[str, Any]],
         step = next((s for s in build["steps"] if s.startswith("extract.")), None)
         if step is None:
             continue
-        folder, record = ctx.input(f"build.{step}"), _build_record(ctx.input(f"build.{step}"))
-        counts = read_counts(folder)
+        folder = ctx.input(f"build.{step}")
+        record, counts = records[step], read_counts(folder)
         llm = None if record is None else record["llm"]
         extraction = ExtractionBuild(
             counts, None if record is None else record["wall_s"],
             None if llm is None else llm["tokens_in"] + llm["tokens_out"],
             {chunk: units[chunk] for chunk in counts["chunk_id"]},
-            read_entities(folder), read_relationships(folder), triples)
+            lambda folder=folder: (read_entities(folder), read_relationships(folder)), triples)
         for metric in metrics:
             row.update(metric.score(extraction))

@@ -32,6 +32,7 @@ import polars as pl
 
 from kgrag.contents.columns import counted
 from kgrag.contents.entities import numbered, read_entities, read_relationships
+from kgrag.contents.extraction import read_extraction
 from kgrag.contents.gates import write_gates
 from kgrag.contents.hierarchy import read_hierarchy, write_hierarchy
 from kgrag.contents.summaries import open_module_vectors, read_summaries, write_summaries
@@ -41,12 +42,11 @@ from kgrag.graphs.hierarchy import leiden_hierarchy
 from kgrag.graphs.module_summaries import extractive_summaries, llm_summaries
 from kgrag.pipeline.step import StepContext, step_kind
 from kgrag.progress import Progress
-from kgrag.steps.skeleton import read_extraction
 
 
 @step_kind("hierarchy", "1")
 def build_hierarchy(ctx: StepContext) -> None:
-    entities, relationships = read_extraction(ctx)
+    entities, relationships = read_extraction(ctx.input("extract"), ctx.step.name)
     cfg, embedder, tokenizer = ctx.config, ctx.models.embedder, ctx.models.tokenizer
     started = time.perf_counter()
     canon = canonicalise(entities, relationships, embedder.encode, fuzzy=cfg["fuzzy"],

@@ -61,12 +61,13 @@ def retrieve(ctx: StepContext) -> None:
         questions = questions.head(config["questions"])
     texts = questions["question"].to_list()
     vectors = ctx.models.embedder.encode(texts)
-    rows = []
+    rows, fallbacks = [], 0
     for qid, text, vector in ctx.progress(zip(questions["question_id"], texts, vectors),
                                           total=len(texts), desc="retrieve", unit="question"):
         started = time.perf_counter()
         context = strategy.retrieve(text, vector)
         elapsed_ms = (time.perf_counter() - started) * 1000
+        fallbacks += "fallback" in context.trace
         rows.append({"question_id": qid, "unit_ids": context.unit_ids,
                      "doc_ids": context.doc_ids, "context": context.text,
                      "context_tokens": context.tokens,
@@ -83,6 +84,5 @@ def retrieve(ctx: StepContext) -> None:
             f"{ctx.step.name}: budget_tokens {config['budget_tokens']} holds nothing for any of "
             f"the {len(rows)} questions{why}; raise budget_tokens")
     write_retrieved(ctx.out_dir, rows)
-    fallbacks = sum("fallback" in json.loads(row["trace"]) for row in rows)
     if fallbacks:
         ctx.notes.update(fallbacks=fallbacks)

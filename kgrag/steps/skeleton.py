@@ -27,10 +27,9 @@ import polars as pl
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.columns import counted
 from kgrag.contents.core import read_core_ids, write_core
-from kgrag.contents.entities import numbered, read_entities, read_relationships
-from kgrag.contents.extraction import write_extraction
+from kgrag.contents.entities import numbered
+from kgrag.contents.extraction import read_extraction, write_extraction
 from kgrag.contents.skeleton import write_skeleton
-from kgrag.errors import KgragError
 from kgrag.graphs.core import core_size, pagerank, select_core
 from kgrag.graphs.descriptions import summarise
 from kgrag.graphs.elements import Extraction, counts_frame
@@ -133,16 +132,6 @@ def _extract_hybrid(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
     return [r.extraction for r in related]
 
 
-def read_extraction(ctx: StepContext) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The merged entities and relationships of the ``extract`` input; none is an error."""
-    entities = read_entities(ctx.input("extract"))
-    relationships = read_relationships(ctx.input("extract"))
-    if entities.is_empty():
-        raise KgragError(f"{ctx.step.name}: the extraction produced no entities (see the "
-                         "extract step's failed_chunks in the manifest); nothing to build")
-    return entities, relationships
-
-
 def skeleton_calls(config: dict[str, Any], counts: Counts) -> int | None:
     """No call, or one per description joined from several chunks (known once extracted)."""
     return None if "summarise" in config else 0
@@ -150,7 +139,7 @@ def skeleton_calls(config: dict[str, Any], counts: Counts) -> int | None:
 
 @step_kind("skeleton", "2", max_llm_calls=skeleton_calls)
 def skeleton(ctx: StepContext) -> None:
-    entities, relationships = read_extraction(ctx)
+    entities, relationships = read_extraction(ctx.input("extract"), ctx.step.name)
     tokenizer = ctx.models.tokenizer
     if "summarise" in ctx.config:
         entities, relationships = _summarise_descriptions(ctx, entities, relationships)
