@@ -154,7 +154,7 @@ EXAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def _render(value: dict[str, Any]) -> str:
+def render_json(value: Any) -> str:
     """Compact JSON, the exact shape the grammar produces, so examples cost few tokens."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -165,7 +165,7 @@ def completion_prompt(text: str) -> str:
     It ends right where the JSON should start, so the grammar-constrained
     continuation is the answer.
     """
-    shots = "".join(f"Text: {t}\nJSON: {_render(out)}\n\n" for t, out in EXAMPLES)
+    shots = "".join(f"Text: {t}\nJSON: {render_json(out)}\n\n" for t, out in EXAMPLES)
     return f"{INSTRUCTION}\n\n{shots}Text: {clean(text)}\nJSON: "
 
 
@@ -174,7 +174,7 @@ def chat_messages(text: str) -> list[Message]:
     messages: list[Message] = [{"role": "system", "content": INSTRUCTION}]
     for example_text, out in EXAMPLES:
         messages.append({"role": "user", "content": f"Text: {example_text}"})
-        messages.append({"role": "assistant", "content": _render(out)})
+        messages.append({"role": "assistant", "content": render_json(out)})
     messages.append({"role": "user", "content": f"Text: {clean(text)}"})
     return messages
 

@@ -31,14 +31,19 @@ Decisions:
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from kgrag.graphs.elements import Extraction, Relationship
-from kgrag.graphs.extraction_prompt import EXAMPLES, Style, text_field
+from kgrag.graphs.extraction_prompt import (
+    EXAMPLES,
+    MAX_RELATIONSHIPS,
+    Style,
+    render_json,
+    text_field,
+)
 from kgrag.graphs.merge import add_relationship
 from kgrag.graphs.names import single_spaces
 from kgrag.models.llm import CachedLLM, InvalidOutput, Message
@@ -83,7 +88,7 @@ def _question(text: str, names: list[str] | tuple[str, ...]) -> str:
 
 
 def _answer(triples: tuple[tuple[str, str, str], ...]) -> str:
-    return json.dumps([list(t) for t in triples], ensure_ascii=False, separators=(",", ":"))
+    return render_json([list(t) for t in triples])
 
 
 def chat_messages(text: str, names: list[str]) -> list[Message]:
@@ -128,7 +133,7 @@ class Related:
 
 
 def relate(llm: CachedLLM, nlp: Extraction, text: str, *, style: Style = "completion",
-           max_relationships: int = 4) -> Related:
+           max_relationships: int = MAX_RELATIONSHIPS) -> Related:
     """The chunk's nlp extraction with the LLM's relationships among its entities first.
 
     ``text`` is what the LLM reads (the retrieval unit, title line included). Never

@@ -21,6 +21,7 @@ import polars as pl
 from kgrag.graphs.extraction_prompt import Style
 from kgrag.graphs.hierarchy import Module
 from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
+from kgrag.graphs.names import single_spaces
 from kgrag.models.llm import CachedLLM, InvalidOutput
 
 DESCRIPTION_CHARS = 200  # of one entity / relationship description in a summary prompt
@@ -41,7 +42,7 @@ SUMMARY_INSTRUCTION = (
 
 
 def _clip(text: str) -> str:
-    text = " ".join(text.split())
+    text = single_spaces(text)
     return text if len(text) <= DESCRIPTION_CHARS else text[:DESCRIPTION_CHARS - 1] + "…"
 
 
@@ -108,7 +109,7 @@ def llm_summaries(llm: CachedLLM, modules: Iterable[Module], entities: pl.DataFr
         prompt, shown = summary_prompt(module, entities, relationships, limit)
         try:
             value, _ = llm.ask_json(prompt, SUMMARY_SCHEMA, style=style, max_tokens=MAX_TOKENS)
-            yield module, " ".join(value["title"].split()), " ".join(value["summary"].split()), \
+            yield module, single_spaces(value["title"]), single_spaces(value["summary"]), \
                 False
         except InvalidOutput:
             yield module, ", ".join(shown[:3]), " ".join(

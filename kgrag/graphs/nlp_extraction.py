@@ -171,6 +171,12 @@ class Chunk:
     text: str
     title: str | None
 
+    @property
+    def unit(self) -> str:
+        """The retrieval unit an LLM reads of the chunk: ``# <title>`` then the text, or
+        the text alone (``kgrag.retrieval.units.unit_text`` renders the same for a build)."""
+        return self.text if self.title is None else f"# {self.title}\n{self.text}"
+
 
 class NlpExtractor:
     """Extracts chunks through the shared call cache; only unseen chunks are parsed.

@@ -83,9 +83,12 @@ class Models:
         return total, embedder.usage.snapshot() if embedder else Usage()
 
     def describe(self) -> dict[str, Any]:
-        entries = {"llm": "llm", "extraction_llm": "extraction", "embedder": "embedder"}
-        described = {name: {"name": m.name, "path": str(m.path), "sha256": m.sha256}
-                     for name, m in ((name, self._entries[e]) for name, e in entries.items())}
+        # under the manifest's names, which landed bundles carry
+        named = {"llm": "llm", "extraction_llm": "extraction", "embedder": "embedder"}
+        described = {}
+        for name, entry in named.items():
+            m = self._entries[entry]
+            described[name] = {"name": m.name, "path": str(m.path), "sha256": m.sha256}
         if self.pipeline is not None:
             described["pipeline"] = {"name": self.pipeline.name, **self.pipeline.identity()}
         return described

@@ -120,8 +120,7 @@ class CallCache:
         claim = f"claim:{key}"
         self._used([key])
         while True:
-            raw = self._cache.get(key)
-            payload = None if raw is None else self._decode(key, raw)
+            payload = self._load(key)
             if payload is not None:
                 self._count(model, "hits")
                 return payload, False
@@ -171,8 +170,7 @@ class CallCache:
         are gone (the cache was cleared since the run), naming how many and one of them."""
         missing = []
         for key in keys:
-            raw = self._cache.get(key)
-            payload = None if raw is None else self._decode(key, raw)
+            payload = self._load(key)
             if payload is None:
                 missing.append(key)
             elif not missing:
@@ -182,6 +180,11 @@ class CallCache:
                 f"the cache at {self.directory} no longer holds {len(missing)} of the entries "
                 f"the run used (first: {missing[0]}); run the spec again with --force corpus "
                 "to recompute them")
+
+    def _load(self, key: str) -> dict[str, Any] | None:
+        """The payload stored under ``key``; None when absent or corrupt."""
+        raw = self._cache.get(key)
+        return None if raw is None else self._decode(key, raw)
 
     def _decode(self, key: str, raw: Any) -> dict[str, Any] | None:
         try:
@@ -193,7 +196,7 @@ class CallCache:
                 raise TypeError("not an object")
             return payload
         except (ValueError, TypeError, UnicodeDecodeError) as exc:
-            log.warning("corrupt cache entry %s (%s) in %s: treated as a miss and replaced",
+            log.warning("corrupt cache entry %s (%s) in %s: treated as missing and deleted",
                         key, exc, self.directory)
             self._cache.delete(key)
             return None
