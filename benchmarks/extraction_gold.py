@@ -58,20 +58,15 @@ def gold_paragraphs(path: Path) -> tuple[list[Chunk], Any]:
                           "questions": None}, path.parent)
     chunks = [Chunk(f"{doc_id}:0", text, title) for doc_id, title, text
               in corpus.documents.select("doc_id", "title", "text").iter_rows()]
-    evidence = evidence_chunks(corpus.triples, {c.chunk_id: unit(c) for c in chunks})
+    evidence = evidence_chunks(corpus.triples, {c.chunk_id: c.unit for c in chunks})
     wanted = set().union(*evidence.values())
     return [c for c in chunks if c.chunk_id in wanted], corpus.triples
-
-
-def unit(chunk: Chunk) -> str:
-    """The retrieval unit's text, which the LLM reads and gold triples are found in."""
-    return f"# {chunk.title}\n{chunk.text}"
 
 
 def score(method: str, chunks: list[Chunk], triples: Any, extractions: list[Extraction],
           seconds: float, llm_tokens: int | None) -> dict[str, Any]:
     entities, relationships = merge(extractions)
-    gold = gold_scores(triples, {c.chunk_id: unit(c) for c in chunks}, entities, relationships)
+    gold = gold_scores(triples, {c.chunk_id: c.unit for c in chunks}, entities, relationships)
     return {"method": method, "chunks": len(chunks), **gold.as_row(),
             **extraction_figures(counts_frame(extractions), seconds, llm_tokens)}
 
@@ -100,7 +95,7 @@ def run_llm(llm: CachedLLM, style: str, chunks: list[Chunk], echo: Callable[[str
     extractions = []
     started = time.perf_counter()
     for k, chunk in enumerate(chunks, 1):
-        extractions.append(extract(llm, chunk.chunk_id, unit(chunk), style=style))
+        extractions.append(extract(llm, chunk.chunk_id, chunk.unit, style=style))
         echo(f"  llm {k}/{len(chunks)} {time.perf_counter() - started:7.1f}s")
     seconds = time.perf_counter() - started
     used = llm.usage.since(before)
@@ -118,7 +113,7 @@ def run_hybrid(llm: CachedLLM, style: str, pipeline_name: str, chunks: list[Chun
     parsed = NlpExtractor(pipeline, cache, load=lambda _: nlp).extract(chunks)
     extractions = []
     for k, (chunk, extraction) in enumerate(zip(chunks, parsed), 1):
-        extractions.append(relate(llm, extraction, unit(chunk), style=style).extraction)
+        extractions.append(relate(llm, extraction, chunk.unit, style=style).extraction)
         echo(f"  hybrid {k}/{len(chunks)} {time.perf_counter() - started:7.1f}s")
     seconds = time.perf_counter() - started
     used = llm.usage.since(before)

@@ -1,20 +1,21 @@
-"""LLM extraction speed: today's path against faster variants, on the same chunks, in one run.
+"""LLM extraction speed: the full-mask path against faster variants, same chunks, one run.
 
     flock /tmp/kgrag-bench.lock python benchmarks/llm_extraction_speed.py
     python benchmarks/llm_extraction_speed.py --chunks 10 --variants llm-chat hybrid-chat
 
 The chunks are the first ``--chunks`` (default 40) of musique_200 cut as a spec cuts
-them (256 tokens, overlap 32, ``# <title>`` line: the real importer and chunker), one
-SmolLM2 135M loaded once and shared by every variant, each variant through its own
+them (256 tokens, overlap 32: the real importer and chunker; the LLM reads each chunk's
+``# <title>`` unit and spaCy its text and title, as in a build), one SmolLM2 135M
+loaded once and shared by every variant, each variant through its own
 fresh call cache, so every call really runs and every output is validated as in a
 build. The first call of each variant evaluates its shared prompt prefix; later calls
 reuse it at 64-token blocks (``AlignedLlama``), as in a build.
 
 Variants (``--variants``); "full mask" is llama-cpp-python's grammar check (every
-token of the vocabulary masked at every step, today's path), "greedy first" checks
-the greedy token first and masks only when the grammar rejects it
+token of the vocabulary masked at every step, kgrag's path before greedy first),
+"greedy first" checks the greedy token first and masks only when the grammar rejects it
 (``kgrag.models.greedy_grammar``, now the default):
-  llm-chat        today's path in the KET specs: ``method: llm``, ``prompt: chat``,
+  llm-chat        the KET specs' requests: ``method: llm``, ``prompt: chat``,
                   caps 4/4, full mask (the baseline)
   llm-chat-greedy-first   the same requests, greedy first
   llm-completion  ``prompt: completion`` (the schema's default), full mask
@@ -49,6 +50,7 @@ from typing import Any
 
 from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.corpus.tokenizer import Tokenizer
+from kgrag.eval.report import format_table
 from kgrag.graphs.elements import Extraction
 from kgrag.graphs.extraction import extract
 from kgrag.graphs.extraction_prompt import chat_messages, max_output_tokens
@@ -76,7 +78,7 @@ def musique_chunks(count: int) -> list[Chunk]:
     chunks = chunk_documents(corpus.documents, tokenizer, 256, 32).head(count)
     chunks = chunks.join(corpus.documents.select("doc_id", "title"), on="doc_id", how="left",
                          maintain_order="left")
-    return [Chunk(chunk_id, f"# {title}\n{text}", title) for chunk_id, title, text
+    return [Chunk(chunk_id, text, title) for chunk_id, title, text
             in chunks.select("chunk_id", "title", "text").iter_rows()]
 
 
@@ -103,7 +105,7 @@ def kept(x: Extraction) -> tuple[bool, Extraction]:
 
 
 def run_llm(llm: CachedLLM, chunks: list[Chunk], **options: Any) -> list[Call]:
-    return [timed(llm, lambda c=c: kept(extract(llm, c.chunk_id, c.text, **options)))
+    return [timed(llm, lambda c=c: kept(extract(llm, c.chunk_id, c.unit, **options)))
             for c in chunks]
 
 
@@ -117,7 +119,7 @@ def run_hybrid(llm: CachedLLM, chunks: list[Chunk], style: str, cache: CallCache
     calls = []
     for chunk, extraction in zip(chunks, parsed):
         call = timed(llm, lambda c=chunk, x=extraction: kept(
-            relate(llm, x, c.text, style=style).extraction))
+            relate(llm, x, c.unit, style=style).extraction))
         call.seconds += share
         calls.append(call)
     return calls
@@ -125,7 +127,7 @@ def run_hybrid(llm: CachedLLM, chunks: list[Chunk], style: str, cache: CallCache
 
 def run_without_grammar(llm: CachedLLM, chunks: list[Chunk]) -> list[Call]:
     def one(chunk: Chunk) -> tuple[bool, None]:
-        text = llm.chat(chat_messages(chunk.text), max_tokens=max_output_tokens()).text
+        text = llm.chat(chat_messages(chunk.unit), max_tokens=max_output_tokens()).text
         try:
             value = json.loads(text)
         except ValueError:
@@ -198,15 +200,7 @@ def main() -> None:
     base = next((r["chunks_per_min"] for r in rows if r["variant"] == BASELINE), None)
     for r in rows:
         r["speedup"] = round(r["chunks_per_min"] / base, 2) if base else None
-    print(table(rows))
-
-
-def table(rows: list[dict[str, Any]]) -> str:
-    cells = [[str(r.get(c, "-")) for c in COLUMNS] for r in rows]
-    widths = [max(len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(COLUMNS)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
-    return "\n".join(lines)
+    print(format_table(rows, COLUMNS))
 
 
 if __name__ == "__main__":

@@ -39,19 +39,6 @@ def rows(session: api.Session, only: set[str] | None) -> list:
             and (only is None or s.name.split(".", 1)[1].split("@")[0] in only)]
 
 
-def needed(session: api.Session, retrieve: list) -> list:
-    """The ``retrieve`` steps and, transitively, the steps they read, in plan order."""
-    by_name = session.plan.by_name()
-    wanted = {s.name for s in retrieve}
-    frontier = list(wanted)
-    while frontier:
-        for dep in by_name[frontier.pop()].inputs.values():
-            if dep not in wanted:
-                wanted.add(dep)
-                frontier.append(dep)
-    return [s for s in session.plan.steps if s.name in wanted]
-
-
 def seeding(traces: list[dict], gold_titles: list[set[str]]) -> dict[str, float] | None:
     """Linking figures of one row, or None for a row that does not walk."""
     seeds = [t.get("seeds", t.get("ppr_seeds")) for t in traces]
@@ -76,7 +63,7 @@ def main(argv: list[str]) -> None:
     retrieve = rows(session, set(args.only.split(",")) if args.only else None)
     if args.run:
         run_plan(session.plan, spec=session.spec, models=session.models,
-                 run_dir=session.run_dir, steps=needed(session, retrieve))
+                 run_dir=session.run_dir, steps=session.plan.upstream([s.name for s in retrieve]))
     questions = read_questions(session.artefact("corpus"))
     chunks = read_chunks(session.artefact("chunks"), ["doc_id", "title"])
     title = {d: normalise_name(t) for d, t in chunks.unique("doc_id").iter_rows() if t}
