@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import Completion
+from kgrag.models.llm import CachedLLM, Completion, LLMSettings
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -62,6 +63,15 @@ def write_spec(project: Path, name: str = "tiny", **sections) -> Path:
     path = project / "specs" / f"{name}.yaml"
     path.write_text(json.dumps(spec, indent=2))
     return path
+
+
+# A model that never loads: tests give it a scripted backend, behind the real call cache.
+TOY_SETTINGS = LLMSettings(name="toy", path=Path("/models/toy.gguf"), sha256="ab" * 32)
+
+
+def toy_llm(cache: CallCache, backend, **changes) -> CachedLLM:
+    """The toy model (with ``changes`` to its settings) answering through ``backend``."""
+    return CachedLLM(dataclasses.replace(TOY_SETTINGS, **changes), cache, backend)
 
 
 class ScriptedBackend:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kgrag import api
+from kgrag.contents.metrics import read_metrics
 from kgrag.models.llm import Completion
 from kgrag.pipeline.runner import run_plan
 
@@ -94,6 +95,6 @@ def run_with(path: Path, llm: RuleLLM) -> tuple[dict[str, dict], dict[str, dict]
     session = open_with(path, llm)
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
                         run_dir=session.run_dir, echo=lambda s: None)
-    metrics: dict[str, Any] = json.loads((session.run_dir / "metrics.json").read_text())
+    metrics: dict[str, Any] = read_metrics(session.run_dir)
     return ({s["name"]: s for s in manifest.steps}, {r["strategy"]: r for r in metrics["rows"]},
             metrics["builds"])

@@ -69,9 +69,11 @@ def test_a_text_folder_names_documents_by_their_relative_path(tmp_path):
 
 def test_corpus_questions_picks_from_the_questions_file_and_limit_counts_documents(base):
     corpus = load(base, "jsonl", "docs.jsonl", questions_file="questions.jsonl",
-                  questions=["q3", "q1"], limit=3)
+                  questions=["q3", "q1"], limit=2)
     assert corpus.questions["question_id"].to_list() == ["q1", "q3"]
-    assert corpus.documents.height == 3
+    assert corpus.documents.height == 2
+    every = load(base, "jsonl", "docs.jsonl", questions_file="questions.jsonl", limit=2)
+    assert every.questions.height == 3  # the limit cuts documents, never questions
 
 
 def test_without_a_questions_file_a_plain_corpus_has_no_questions(base):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -21,9 +20,8 @@ from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA, m
 from kgrag.graphs.names import is_grounded, normalise_name
 from kgrag.models.cache import CallCache
 from kgrag.models.llm import CachedLLM, LLMSettings
-from tests.conftest import SHARED_DATA, RefusingBackend, ScriptedBackend
+from tests.conftest import SHARED_DATA, RefusingBackend, ScriptedBackend, toy_llm
 
-SETTINGS = LLMSettings(name="toy", path=Path("/models/toy.gguf"), sha256="ab" * 32)
 TEXT = ("Port Blair is the capital of the Andaman and Nicobar Islands, a union territory "
         "of India in the Bay of Bengal.")
 
@@ -39,7 +37,7 @@ def output(entities=(), relationships=()) -> str:
 
 
 def run(cache: CallCache, *texts: str, text: str = TEXT, **kwargs) -> Extraction:
-    return extract(CachedLLM(SETTINGS, cache, ScriptedBackend(*texts)), "c1", text, **kwargs)
+    return extract(toy_llm(cache, ScriptedBackend(*texts)), "c1", text, **kwargs)
 
 
 def test_names_are_normalised_and_case_variants_merge(cache):
@@ -78,7 +76,7 @@ def test_ungrounded_items_are_dropped_by_default_and_kept_on_request(cache):
     assert [(r.source, r.target) for r in default.relationships] == [("PORT BLAIR", "INDIA")]
     assert (default.counts.entities_ungrounded, default.counts.relationships_ungrounded) == (1, 1)
 
-    kept = extract(CachedLLM(SETTINGS, cache, RefusingBackend()), "c1", TEXT,
+    kept = extract(toy_llm(cache, RefusingBackend()), "c1", TEXT,
                    keep_ungrounded=True)  # the same cached call, filtered differently
     assert [(e.name, e.grounded) for e in kept.entities] == [
         ("PORT BLAIR", True), ("DELHI", False), ("INDIA", True)]
@@ -119,7 +117,7 @@ def test_strength_is_rounded_and_clamped(cache, given, kept):
 
 def test_invalid_json_is_retried_then_succeeds(cache):
     backend = ScriptedBackend('{"entities": [', output([("India", "geo", "Country")]))
-    x = extract(CachedLLM(SETTINGS, cache, backend), "c1", TEXT)
+    x = extract(toy_llm(cache, backend), "c1", TEXT)
     assert not x.failed and x.attempts == 2
     assert [e.name for e in x.entities] == ["INDIA"]
     assert [r["temperature"] for r in backend.requests] == [0.0, 0.3]
@@ -138,7 +136,7 @@ def test_wrong_structure_counts_as_invalid(cache, bad):
 
 def test_all_attempts_invalid_give_a_failed_extraction_without_raising(cache):
     backend = ScriptedBackend("nonsense")
-    x = extract(CachedLLM(SETTINGS, cache, backend), "c9", TEXT)
+    x = extract(toy_llm(cache, backend), "c9", TEXT)
     assert x.failed and x.chunk_id == "c9"
     assert x.attempts == 3 == len(backend.requests)  # 1 + max_retries
     assert "JSONDecodeError" in x.error
@@ -149,7 +147,7 @@ def test_warm_replay_gives_identical_results_without_the_model(cache):
     answers = ("not json", output([("Port Blair", "geo", "Capital"), ("India", "geo", "")],
                                   [("Port Blair", "India", "In India", 8)]))
     cold = [run(cache, *answers), run(cache, "bad", text="Another chunk.")]
-    warm_llm = CachedLLM(SETTINGS, cache, RefusingBackend())
+    warm_llm = toy_llm(cache, RefusingBackend())
     warm = [extract(warm_llm, "c1", TEXT), extract(warm_llm, "c1", "Another chunk.")]
     assert warm == cold
     assert cold[1].failed and warm_llm.usage.calls == 0 and warm_llm.usage.cache_hits == 5
@@ -157,7 +155,7 @@ def test_warm_replay_gives_identical_results_without_the_model(cache):
 
 def test_styles_send_a_prompt_or_chat_messages_with_the_schema(cache):
     backend = ScriptedBackend(output())
-    llm = CachedLLM(SETTINGS, cache, backend)
+    llm = toy_llm(cache, backend)
     extract(llm, "c1", "Line one.\nLine  two.", max_entities=3, max_relationships=2)
     extract(llm, "c1", "Line one.\nLine  two.", style="chat", max_tokens=99)
     completion, chat = backend.requests

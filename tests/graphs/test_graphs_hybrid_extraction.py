@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
 from kgrag.graphs.hybrid_extraction import (
@@ -16,10 +15,8 @@ from kgrag.graphs.hybrid_extraction import (
     relation_schema,
 )
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, LLMSettings
-from tests.conftest import RefusingBackend, ScriptedBackend
+from tests.conftest import RefusingBackend, ScriptedBackend, toy_llm
 
-SETTINGS = LLMSettings(name="toy", path=Path("/models/toy.gguf"), sha256="ab" * 32)
 UNIT = ("# Free Guy\nFree Guy is a 2021 American film directed by Shawn Levy, "
         "with a story by Matt Lieberman.")
 COOCCURRENCE = Relationship("FREE GUY", "MATT LIEBERMAN", "with a story by ...", 2, True)
@@ -41,7 +38,7 @@ FOUND = nlp(("FREE GUY", "other"), ("FILM", "concept"), ("2021", "date"),
 
 def run(cache: CallCache, extraction: Extraction, *outputs: str, **kwargs):
     backend = ScriptedBackend(*outputs)
-    return relate(CachedLLM(SETTINGS, cache, backend), extraction, UNIT, **kwargs), backend
+    return relate(toy_llm(cache, backend), extraction, UNIT, **kwargs), backend
 
 
 def test_the_llm_may_name_only_the_entities_found_as_written_named_ones_first() -> None:
@@ -93,7 +90,7 @@ def test_llm_relationships_come_first_and_the_nlp_ones_stay(cache) -> None:
 
 def test_a_chunk_with_fewer_than_two_entities_gets_no_call(cache) -> None:
     alone = nlp(("FREE GUY", "other"), relationships=())
-    related = relate(CachedLLM(SETTINGS, cache, RefusingBackend()), alone, UNIT)
+    related = relate(toy_llm(cache, RefusingBackend()), alone, UNIT)
     assert related.outcome == "no_entities" and related.extraction == alone
 
 
@@ -116,5 +113,5 @@ def test_output_invalid_on_every_attempt_loses_nothing(cache) -> None:
 def test_a_warm_rerun_replays_the_call_from_the_cache(cache) -> None:
     answer = json.dumps([["Shawn Levy", "directed", "Free Guy"]])
     first, _ = run(cache, FOUND, answer)
-    again = relate(CachedLLM(SETTINGS, cache, RefusingBackend()), FOUND, UNIT)
+    again = relate(toy_llm(cache, RefusingBackend()), FOUND, UNIT)
     assert again == first

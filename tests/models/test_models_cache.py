@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -19,23 +18,18 @@ import pytest
 from kgrag.errors import KgragError
 from kgrag.models import cache as cache_module
 from kgrag.models.cache import CallCache, request_key
-from kgrag.models.llm import CachedLLM, CpuShare, InvalidOutput, LLMSettings
-from tests.conftest import REPO, RefusingBackend, ScriptedBackend
+from kgrag.models.llm import CpuShare, InvalidOutput
+from tests.conftest import REPO, RefusingBackend, ScriptedBackend, toy_llm
 
-SETTINGS = LLMSettings(name="toy", path=Path("/models/toy.gguf"), sha256="ab" * 32)
 PROMPT = [{"role": "user", "content": "Name a colour."}]
 SCHEMA = {"type": "object", "properties": {"colour": {"type": "string"}},
           "required": ["colour"]}
 
 
-def llm(cache: CallCache, backend, **changes) -> CachedLLM:
-    return CachedLLM(dataclasses.replace(SETTINGS, **changes), cache, backend)
-
-
 def test_second_identical_call_is_a_hit_with_replayed_tokens(cache):
-    first = llm(cache, ScriptedBackend("blue"))
+    first = toy_llm(cache, ScriptedBackend("blue"))
     a = first.chat(PROMPT, max_tokens=8)
-    second = llm(cache, RefusingBackend())
+    second = toy_llm(cache, RefusingBackend())
     b = second.chat(PROMPT, max_tokens=8)
     assert (a.text, b.text) == ("blue", "blue")
     assert not a.cached and b.cached
@@ -48,21 +42,21 @@ def test_second_identical_call_is_a_hit_with_replayed_tokens(cache):
     {"seed": 1}, {"temperature": 0.7}, {"top_p": 0.9}, {"sha256": "cd" * 32},
 ])
 def test_settings_that_change_the_output_miss(cache, change):
-    llm(cache, ScriptedBackend("blue")).chat(PROMPT, max_tokens=8)
-    other = llm(cache, ScriptedBackend("red"), **change)
+    toy_llm(cache, ScriptedBackend("blue")).chat(PROMPT, max_tokens=8)
+    other = toy_llm(cache, ScriptedBackend("red"), **change)
     assert other.chat(PROMPT, max_tokens=8).text == "red"
     assert other.usage.calls == 1
 
 
 def test_settings_that_do_not_change_the_output_hit(cache):
-    llm(cache, ScriptedBackend("blue")).chat(PROMPT, max_tokens=8)
-    other = llm(cache, RefusingBackend(), n_threads=7, n_gpu_layers=3, n_ctx=512,
+    toy_llm(cache, ScriptedBackend("blue")).chat(PROMPT, max_tokens=8)
+    other = toy_llm(cache, RefusingBackend(), n_threads=7, n_gpu_layers=3, n_ctx=512,
                 path=Path("/elsewhere/renamed.gguf"), name="renamed")
     assert other.chat(PROMPT, max_tokens=8).text == "blue"
 
 
 def test_grammar_max_tokens_and_prompt_are_part_of_the_key(cache):
-    base = llm(cache, ScriptedBackend("x"))
+    base = toy_llm(cache, ScriptedBackend("x"))
     base.chat(PROMPT, max_tokens=8)
     base.chat(PROMPT, max_tokens=8, grammar='root ::= "blue"')
     base.chat(PROMPT, max_tokens=9)
@@ -75,27 +69,27 @@ def test_request_key_ignores_dict_order():
 
 
 def test_corrupt_entry_is_reported_treated_as_miss_and_replaced(cache, caplog):
-    first = llm(cache, ScriptedBackend("blue"))
+    first = toy_llm(cache, ScriptedBackend("blue"))
     first.chat(PROMPT, max_tokens=8)
     key = request_key("llm", first._request({"messages": PROMPT}, 8, 0, None, None, []))
     cache._cache.set(key, b"0123\n{truncated")
-    again = llm(cache, ScriptedBackend("green"))
+    again = toy_llm(cache, ScriptedBackend("green"))
     with caplog.at_level(logging.WARNING):
         assert again.chat(PROMPT, max_tokens=8).text == "green"
     assert "corrupt cache entry" in caplog.text
-    assert llm(cache, RefusingBackend()).chat(PROMPT, max_tokens=8).text == "green"
+    assert toy_llm(cache, RefusingBackend()).chat(PROMPT, max_tokens=8).text == "green"
 
 
 def test_invalid_output_is_retried_and_never_returned_as_valid(cache):
     backend = ScriptedBackend("not json", json.dumps({"colour": "blue"}))
-    value, attempts = llm(cache, backend).chat_json(PROMPT, SCHEMA, max_tokens=16)
+    value, attempts = toy_llm(cache, backend).chat_json(PROMPT, SCHEMA, max_tokens=16)
     assert value == {"colour": "blue"} and attempts == 2
     assert backend.requests[0]["seed"] != backend.requests[1]["seed"]
     stored = [json.loads(bytes(cache._cache[k]).decode().split("\n", 1)[1])
               for k in cache._cache.iterkeys() if not k.startswith("stats:")]
     assert sorted(e["valid"] for e in stored) == [False, True]
     # A warm replay walks through the same attempts without the model.
-    replay = llm(cache, RefusingBackend())
+    replay = toy_llm(cache, RefusingBackend())
     assert replay.chat_json(PROMPT, SCHEMA, max_tokens=16) == ({"colour": "blue"}, 2)
     assert replay.usage.calls == 0 and replay.usage.cache_hits == 2
 
@@ -108,17 +102,17 @@ def test_validator_rejection_counts_as_invalid(cache):
 
     backend = ScriptedBackend(json.dumps({"colour": "blue"}))
     with pytest.raises(InvalidOutput) as err:
-        llm(cache, backend, max_retries=2).chat_json(PROMPT, SCHEMA, max_tokens=16,
+        toy_llm(cache, backend, max_retries=2).chat_json(PROMPT, SCHEMA, max_tokens=16,
                                                      validate=only_red)
     assert len(err.value.errors) == 3 and "not red" in err.value.errors[0]
     with pytest.raises(InvalidOutput):
-        llm(cache, RefusingBackend(), max_retries=2).chat_json(PROMPT, SCHEMA, max_tokens=16,
+        toy_llm(cache, RefusingBackend(), max_retries=2).chat_json(PROMPT, SCHEMA, max_tokens=16,
                                                                validate=only_red)
 
 
 def test_stats_count_entries_and_hits_by_model(cache):
-    llm(cache, ScriptedBackend("blue")).chat(PROMPT, max_tokens=8)
-    llm(cache, RefusingBackend()).chat(PROMPT, max_tokens=8)
+    toy_llm(cache, ScriptedBackend("blue")).chat(PROMPT, max_tokens=8)
+    toy_llm(cache, RefusingBackend()).chat(PROMPT, max_tokens=8)
     stats = cache.stats()
     assert stats.entries == 1 and stats.size_bytes > 0
     assert stats.by_model["toy"] == {"hits": 1, "misses": 1}
