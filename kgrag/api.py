@@ -63,7 +63,8 @@ def open_session(spec_path: str | Path, *, root: Path | None = None,
     cache = CallCache(spec.cache_dir) if cache is None else cache
     parses = PIPELINE in EXTRACTION_METHODS[spec.extraction["method"]].params
     models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
-                    spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend)
+                    spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend,
+                    trained={entry["name"]: entry["base"] for entry in spec.training})
     return Session(spec, cache, models, compile_plan(spec, models))
 
 
@@ -156,9 +157,8 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
              steps=session.plan.upstream(index_steps), echo=echo)
     inputs = {role: session.artefact(dep) for role, dep in step.inputs.items()}
-    chosen = load_strategy(step.config["strategy"], inputs, session.models,
-                           step.config.get("prompt", "completion"))
-    vector = session.models.embedder.encode([question])[0]
+    chosen = load_strategy(step.config, inputs, session.models)
+    vector = session.models.embedder_of(step.config["embedder"]).encode([question])[0]
     started = time.perf_counter()
     context = chosen.retrieve(question, vector)
     elapsed_ms = (time.perf_counter() - started) * 1000

@@ -28,11 +28,23 @@ class RuleLLM:
     """Answers by the request's shape; counts its calls by kind."""
 
     def __init__(self, *, summaries_parse: bool = True, gate: str = "yes",
-                 relate: str = "pair") -> None:
+                 relate: str = "pair", augment_parse: bool = True) -> None:
         """``relate``: hybrid triples join the first two entities offered ("pair"), the
-        first with itself ("self") or do not parse ("broken")."""
+        first with itself ("self") or do not parse ("broken"). ``augment_parse``: ARK's
+        confusing questions parse, or never do."""
         self.calls: list[str] = []
         self.summaries_parse, self.gate, self.relate = summaries_parse, gate, relate
+        self.augment_parse = augment_parse
+
+    def logprob(self, request: dict) -> dict:
+        """ARK's alignment scores: the share of the target's words the context holds,
+        less one, so a unit that states the answer scores above one that does not."""
+        self.calls.append("logprob")
+        context = set(re.findall(r"\w+", request["context"].lower()))
+        words = re.findall(r"\w+", request["target"].lower()) or [""]
+        mean = sum(w in context for w in words) / len(words) - 1.0
+        return {"mean": mean, "tokens": len(request["context"].split()) + len(words),
+                "target_tokens": len(words)}
 
     def generate(self, request: dict) -> Completion:
         prompt = request.get("prompt") or request["messages"][-1]["content"]
@@ -50,6 +62,12 @@ class RuleLLM:
             subject = re.search(r"Descriptions of (.+):\n", prompt).group(1)
             text = (json.dumps({"description": f"summary of {subject}"})
                     if self.summaries_parse else "{")
+        elif "confusing_questions" in props:
+            kind = "augment"
+            names = re.findall(r'"name": "([^"]+)"', prompt)
+            asked = [f"Which answer do {a} and {b} share?"
+                     for a, b in itertools.pairwise(names)][:3] or ["Which answer is it?"]
+            text = json.dumps({"confusing_questions": asked}) if self.augment_parse else "{"
         elif "title" in props:
             kind = "summary"
             names = re.findall(r"^- ([^:]+):", prompt, flags=re.MULTILINE)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from kgrag.corpus.tokenizer import Tokenizer
+from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder, EmbedderSettings
 from kgrag.models.llm import CachedLLM, LLMSettings
@@ -18,8 +19,11 @@ from kgrag.models.usage import Usage
 # The spec entry that serves each role. The answering LLM (``models.llm``) answers and
 # makes retrieval-time calls (HugRAG's causal filter); the extraction LLM
 # (``extraction.model``, else ``models.llm``) makes every knowledge-building call.
-ROLES = {"answerer": "llm", "filter": "llm", "extractor": "extraction",
-         "summariser": "extraction", "judge": "extraction", "embedder": "embedder"}
+# ARK's alignment scores are the answering LLM's log-probabilities ("scorer"); its
+# confusing questions are knowledge-building work ("augmenter").
+ROLES = {"answerer": "llm", "filter": "llm", "scorer": "llm", "extractor": "extraction",
+         "summariser": "extraction", "judge": "extraction", "augmenter": "extraction",
+         "embedder": "embedder"}
 
 
 class Models:
@@ -28,27 +32,89 @@ class Models:
 
     ``llm_backend`` / ``embed_backend``, when given, replace llama.cpp and
     sentence-transformers behind the call cache for every model (a stand-in in tests).
+
+    ``trained`` maps the spec's training entries to their base embedders. An embedder
+    may name one: its model is the entry's final training step, whose fingerprint is
+    its identity (``bind``, when the plan is compiled) and whose tokenizer is its
+    base's, so chunks, which training reads, do not depend on the training.
     """
 
     def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path,
                  extraction_model: str | None = None, pipeline: str | None = None, *,
-                 llm_backend: Any = None, embed_backend: Any = None) -> None:
+                 llm_backend: Any = None, embed_backend: Any = None,
+                 trained: Mapping[str, str] | None = None) -> None:
         self.config = config
         self.cache = cache
+        self._base_dir = base_dir
+        self._bases = {name: resolve_embedder(base, base_dir)
+                       for name, base in (trained or {}).items()}
+        self._trained: dict[str, ResolvedModel] = {}  # entry name → its model, once bound
+        self._stages: list[ResolvedModel] = []  # every stage's model, the last ones too
         llm = resolve_llm(config["llm"]["model"], base_dir)
         self._entries: dict[str, ResolvedModel] = {
             "llm": llm,
             "extraction": llm if extraction_model is None
-            else resolve_llm(extraction_model, base_dir),
-            "embedder": resolve_embedder(config["embedder"]["model"], base_dir)}
+            else resolve_llm(extraction_model, base_dir)}
+        name = config["embedder"]["model"]
+        if name not in self._bases:
+            self._entries["embedder"] = self.embedder_model(name)
         self.pipeline: ResolvedPipeline | None = (
             None if pipeline is None else resolve_pipeline(pipeline, base_dir))
         self._llm_backend, self._embed_backend = llm_backend, embed_backend
         self._llms: dict[str, CachedLLM] = {}  # by model sha256: one per distinct model
+        self._embedders: dict[str, CachedEmbedder] = {}  # likewise
 
     def model(self, role: str) -> ResolvedModel:
         """The model that plays ``role`` (``ROLES``)."""
+        if role == "embedder" and "embedder" not in self._entries:
+            return self.embedder_model(self.config["embedder"]["model"])
         return self._entries[ROLES[role]]
+
+    def embedder_model(self, name: str) -> ResolvedModel:
+        """An embedder by name: a training entry's model (once compiled), a bundled
+        name or a sentence-transformers folder."""
+        if name in self._bases:
+            if name not in self._trained:
+                raise KgragError(f"the trained embedder {name!r} is used before its "
+                                 "training steps are planned")
+            return self._trained[name]
+        try:
+            return resolve_embedder(name, self._base_dir)
+        except KgragError as exc:
+            if not self._bases:
+                raise
+            raise KgragError(f"{exc}, nor a training entry ({', '.join(self._bases)})") from None
+
+    def bind(self, name: str, stages: Sequence[tuple[Path, str]]) -> None:
+        """Training entry ``name``'s models, each stage's (the folder its step writes,
+        identified by that step's fingerprint); the last is the entry's."""
+        models = [ResolvedModel(name, "embedder", folder, fingerprint, False)
+                  for folder, fingerprint in stages]
+        self._stages += models
+        self._trained[name] = models[-1]
+
+    def embedder_of(self, sha256: str) -> CachedEmbedder:
+        """The cached embedder of a model this spec names (the embedder, a training
+        entry's base or trained model), by identity: what a step's config records."""
+        known = [*self._entries.values(), *self._bases.values(), *self._stages]
+        for model in known:
+            if model.sha256 == sha256 and model.kind == "embedder":
+                return self.embedder_for(model)
+        raise KgragError(f"no embedder of this spec has identity {sha256[:12]}")
+
+    def tokenizer_model(self) -> ResolvedModel:
+        """Whose tokenizer defines a token: the embedder's, or a trained one's base's."""
+        return self._bases.get(self.config["embedder"]["model"]) or self.model("embedder")
+
+    def embedder_for(self, model: ResolvedModel) -> CachedEmbedder:
+        """The cached embedder of ``model``; one per model identity."""
+        if model.sha256 not in self._embedders:
+            settings = EmbedderSettings(name=model.name if model.bundled else model.path.name,
+                                        path=model.path, sha256=model.sha256,
+                                        batch_size=self.config["embedder"]["batch_size"])
+            self._embedders[model.sha256] = CachedEmbedder(settings, self.cache,
+                                                           self._embed_backend)
+        return self._embedders[model.sha256]
 
     def llm(self, role: str) -> CachedLLM:
         """The cached LLM that plays ``role``; roles served by one model share it."""
@@ -63,31 +129,27 @@ class Models:
             self._llms[m.sha256] = CachedLLM(settings, self.cache, self._llm_backend)
         return self._llms[m.sha256]
 
-    @cached_property
+    @property
     def embedder(self) -> CachedEmbedder:
-        m = self.model("embedder")
-        settings = EmbedderSettings(name=m.name if m.bundled else m.path.name, path=m.path,
-                                    sha256=m.sha256,
-                                    batch_size=self.config["embedder"]["batch_size"])
-        return CachedEmbedder(settings, self.cache, self._embed_backend)
+        return self.embedder_for(self.model("embedder"))
 
     @cached_property
     def tokenizer(self) -> Tokenizer:
         """The embedder's tokenizer: kgrag's one definition of a "token" for sizes and budgets."""
-        return Tokenizer.from_dir(self.model("embedder").path)
+        return Tokenizer.from_dir(self.tokenizer_model().path)
 
     def usage_snapshot(self) -> tuple[Usage, Usage]:
         """LLM usage (all LLMs together) and embedder usage so far."""
         total = sum((llm.usage for llm in self._llms.values()), Usage())
-        embedder = self.__dict__.get("embedder")
-        return total, embedder.usage.snapshot() if embedder else Usage()
+        embedded = sum((e.usage for e in self._embedders.values()), Usage())
+        return total, embedded
 
     def describe(self) -> dict[str, Any]:
         # under the manifest's names, which landed bundles carry
         named = {"llm": "llm", "extraction_llm": "extraction", "embedder": "embedder"}
         described = {}
         for name, entry in named.items():
-            m = self._entries[entry]
+            m = self.model("embedder") if entry == "embedder" else self._entries[entry]
             described[name] = {"name": m.name, "path": str(m.path), "sha256": m.sha256}
         if self.pipeline is not None:
             described["pipeline"] = {"name": self.pipeline.name, **self.pipeline.identity()}

@@ -74,6 +74,8 @@ def usable_cores() -> int:
 # alone: llama-cpp-python reuses any common prefix, and the differently split batch that
 # follows changed greedy answers (2 of 30 quickstart prompts).
 PROMPT_BLOCK = 64
+# The smallest context of the log-probability scorer (``LlamaCppBackend.logprob``).
+SCORER_CTX = 1024
 # Cores that others keep this busy still count as free: background noise must not halve
 # llama.cpp's threads, while a test suite or a second run (a whole core) must.
 FREE_CORE_SLACK = 0.25
@@ -166,6 +168,7 @@ class LlamaCppBackend:
         self.settings = settings
         self.greedy_first = greedy_first
         self._llama: Any = None
+        self._scoring: Any = None  # the instance that keeps all logits, for ``logprob``
         self._share = None if settings.n_threads else CpuShare(usable_cores())
 
     def _model(self) -> Any:
@@ -221,6 +224,61 @@ class LlamaCppBackend:
         usage = out["usage"]
         return Completion(text=text, tokens_in=int(usage["prompt_tokens"]),
                           tokens_out=int(usage["completion_tokens"]), cached=False)
+
+
+    def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The mean log-probability of ``request["target"]`` after ``request["context"]``
+        (teacher forcing: one forward pass, log-softmax at each target position), from a
+        second instance of the model that keeps every position's logits."""
+        import numpy as np
+
+        vocab = self._model()  # the tokenizer; the scorer is sized to what it scores
+        context = vocab.tokenize(request["context"].encode(), add_bos=True, special=False)
+        target = vocab.tokenize(request["target"].encode(), add_bos=False, special=False)
+        if not target:
+            raise KgragError("log-probability of an empty target")
+        tokens = context + target
+        if len(tokens) > self.settings.n_ctx:
+            raise KgragError(f"{self.settings.path.name}: {len(tokens)} tokens to score exceed "
+                             f"n_ctx {self.settings.n_ctx}; raise models.llm.n_ctx")
+        scorer = self._scorer(len(tokens))
+        if self._share is not None:
+            import llama_cpp
+
+            threads = self._share.threads()
+            llama_cpp.llama_set_n_threads(scorer.ctx, threads, threads)
+        # reuse the previous call's prefix (forward and backward scores of a unit share
+        # it), cut to a block boundary so that a score never depends on the call before
+        common = 0
+        for a, b in zip(scorer.input_ids[:scorer.n_tokens], tokens[:-1]):
+            if a != b:
+                break
+            common += 1
+        scorer.n_tokens = common - common % PROMPT_BLOCK
+        scorer.eval(tokens[scorer.n_tokens:])
+        logits = np.asarray(scorer.scores[len(context) - 1:len(tokens) - 1], dtype=np.float64)
+        peak = logits.max(axis=1, keepdims=True)
+        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
+        picked = logits[np.arange(len(target)), target]
+        return {"mean": float(np.mean(picked - log_norm)), "tokens": len(tokens),
+                "target_tokens": len(target)}
+
+    def _scorer(self, needed: int) -> Any:
+        """The scoring instance, its context the smallest power of two (at least
+        ``SCORER_CTX``) that holds ``needed`` tokens: it keeps n_ctx × vocabulary logits,
+        8.6 GB for Gemma 3's 262k-token vocabulary at the full 8192."""
+        size = max(SCORER_CTX, 1 << (needed - 1).bit_length())
+        if self._scoring is None or self._scoring.n_ctx() < size:
+            s = self.settings
+            self._scoring = None
+            try:
+                self._scoring = _aligned_llama()(
+                    model_path=str(s.path), n_ctx=min(size, s.n_ctx), n_batch=PROMPT_BLOCK,
+                    n_threads=s.n_threads or usable_cores(), n_gpu_layers=s.n_gpu_layers,
+                    logits_all=True, verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise KgragError(f"llama.cpp could not load {s.path}: {exc}") from exc
+        return self._scoring
 
 
 class InvalidOutput(Exception):
@@ -287,6 +345,21 @@ class CachedLLM:
         self.usage.tokens_out += completion.tokens_out
         value, error = _checked(completion.text, validate)
         return completion, value, error
+
+    def logprob(self, context: str, target: str) -> float:
+        """The mean log-probability per token of ``target`` continuing ``context`` (ARK's
+        alignment scores), cached like every call; its tokens count as tokens in."""
+        request = {"model_sha256": self.settings.sha256, "logprob": 1, "context": context,
+                   "target": target}
+        payload, computed = self.cache.get_or_compute(request_key("llm", request),
+                                                      self.settings.name,
+                                                      lambda: self.backend.logprob(request))
+        if computed:
+            self.usage.calls += 1
+        else:
+            self.usage.cache_hits += 1
+        self.usage.tokens_in += payload["tokens"]
+        return payload["mean"]
 
     def chat(self, messages: list[Message], *, max_tokens: int, stop: list[str] | None = None,
              grammar: str | None = None) -> Completion:

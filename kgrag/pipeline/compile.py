@@ -10,7 +10,11 @@ identical fingerprints.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +23,17 @@ from kgrag.errors import KgragError
 from kgrag.eval.registry import lookup
 from kgrag.models import Models
 from kgrag.models.registry import file_sha256, folder_sha256
+from kgrag.contents.training import model_dir
+from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS, BuildEnv
 from kgrag.pipeline.plan import Plan
 from kgrag.retrieval import STRATEGIES
 from kgrag.spec import Spec, thaw
 from kgrag.spec.declarations import STRATEGY_COMMON, label, resolve, sweep_keys, variants
+from kgrag.training import TRAINING_METHODS
+from kgrag.training.split import split_of
+
+DENSE = "dense"  # the dense index of chunks; ``dense.<embedder>`` for a strategy's own
 
 
 def has_questions(spec: Spec) -> bool:
@@ -37,7 +47,7 @@ def reads_chunks(spec: Spec) -> bool:
     graph build does, so does a strategy whose evidence is chunks (every text strategy)
     and a metric that compares chunk spans with gold sentences. A strategy over a
     knowledge graph's triples needs none of them."""
-    return (bool(spec.graphs)
+    return (bool(spec.graphs) or bool(spec.training)
             or any(STRATEGIES[q["strategy"]].evidence == "chunks" for q in spec.query)
             or any(lookup(name)[0].reads == "spans" for name in spec.evaluate["metrics"]))
 
@@ -64,23 +74,35 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         corpus["questions_sha256"] = source_sha256(spec.resolve(spec.corpus["questions_file"]),
                                                    "corpus.questions_file")
     plan.add("corpus", "import", corpus)
-    embedder = models.model("embedder").sha256
     chunked = reads_chunks(spec)
-    if chunked:
-        plan.add("chunks", "chunk", {**thaw(spec.chunking), "tokenizer": embedder},
+    if chunked:  # a trained embedder keeps its base's tokenizer, so chunks precede training
+        plan.add("chunks", "chunk",
+                 {**thaw(spec.chunking), "tokenizer": models.tokenizer_model().sha256},
                  {"corpus": "corpus"})
     llm = {"sha256": models.model("answerer").sha256,
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
-    graph_variants, builds = _add_graphs(plan, spec, models, llm)
+    env = _build_env(spec, models, llm)
+    held_out = _add_training(plan, spec, models, env, llm)
+    embedder = models.model("embedder").sha256
+    graph_variants, builds = _add_graphs(plan, spec, dataclasses.replace(env, embedder=embedder))
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
     entries = {q["name"]: thaw(q) for q in spec.query}
     strategies = [(chosen, _resolve_fusion(s, entries, graph_variants))
                   for chosen, s in strategies]
-    if any("dense" in STRATEGIES[s["strategy"]].needs(s).values() for _, s in strategies):
-        plan.add("dense", "dense_index", {"embedder": embedder}, {"chunks": "chunks"})
+    for index in sorted({need for _, s in strategies
+                         for need in STRATEGIES[s["strategy"]].needs(s).values()
+                         if isinstance(need, str) and need.startswith(DENSE)}):
+        named = index.removeprefix(DENSE).removeprefix(".")  # a strategy's own embedder
+        config = ({"embedder": embedder} if not named else
+                  {"embedder": models.embedder_model(named).sha256, "model": named})
+        plan.add(index, "dense_index", config, {"chunks": "chunks"})
     for _, strategy in strategies:
         declared = STRATEGIES[strategy["strategy"]]
-        config = {"strategy": strategy, "embedder": embedder}
+        own = strategy.get("embedder")
+        config = {"strategy": strategy,
+                  "embedder": embedder if own is None else models.embedder_model(own).sha256}
+        if held_out:  # a trained retriever's training questions are never evaluated
+            config["held_out"] = held_out
         if declared.uses_llm(strategy):
             config |= {"llm": llm, "prompt": spec.answer["prompt"],
                        "max_retries": spec.models["llm"]["max_retries"]}
@@ -119,21 +141,62 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     return plan
 
 
-def _add_graphs(plan: Plan, spec: Spec, models: Models, llm: dict[str, Any]
+def _build_env(spec: Spec, models: Models, llm: dict[str, Any]) -> BuildEnv:
+    """What graph builds and training entries share: the extraction's config and the
+    knowledge-building LLM work. The embedder's identity is filled in once training
+    entries are bound (a trained embedder's identity is its final step's fingerprint)."""
+    llm_work = {"llm": {**llm, "sha256": models.model("extractor").sha256,
+                        "max_retries": spec.models["llm"]["max_retries"]},
+                "prompt": spec.extraction["prompt"]}
+    settings = thaw(spec.extraction)
+    return BuildEnv(embedder="",
+                    extraction=EXTRACTION_METHODS[settings["method"]].config(settings, models,
+                                                                           llm_work),
+                    llm_work=llm_work, titled=spec.chunking["title"])
+
+
+@dataclass(frozen=True)
+class TrainEnv:
+    """What a training method's ``build`` needs besides its entry: the identity of an
+    embedder by name, the scoring LLM, and the builds' extraction and LLM work."""
+
+    base_embedder: Callable[[str], str]
+    scorer: dict[str, Any]
+    extraction: dict[str, Any]
+    llm_work: dict[str, Any]
+
+
+def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
+                  llm: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every training entry's steps, with each stage's model bound in ``models``; returns
+    the entries' splits, whose training questions every retrieve step skips."""
+    if spec.training and not has_questions(spec):
+        raise KgragError(f"{spec.path.name}: training needs questions with answers, and "
+                         f"this {spec.corpus['dataset']} corpus has none (give it a "
+                         "questions_file)")
+    env = TrainEnv(lambda name: models.embedder_model(name).sha256,
+                   {**llm, "max_retries": spec.models["llm"]["max_retries"]},
+                   build.extraction, build.llm_work)
+    splits = []
+    for entry in map(thaw, spec.training):
+        before = len(plan.steps)
+        last = TRAINING_METHODS[entry["method"]].build(plan, entry["name"], entry, env)
+        stages = [step for step in plan.steps[before:] if step.kind == "ark_stage"]
+        assert stages[-1].name == last, "a method's model is its last stage's"
+        models.bind(entry["name"], [
+            (model_dir(artefact_dir(spec.output_dir, step.name, step.fingerprint)),
+             step.fingerprint) for step in stages])
+        splits.append(split_of(entry))
+    return [dict(s) for s in {json.dumps(s, sort_keys=True): s for s in splits}.values()]
+
+
+def _add_graphs(plan: Plan, spec: Spec, env: BuildEnv
                 ) -> tuple[dict[str, list[tuple[dict[str, Any], str]]], list[dict[str, Any]]]:
     """Steps for every graph build variant, as its kind declares them. Returns graph name →
     [(swept values, label)] and, per variant, ``{"graph": label, "kind": kind, "steps":
     [its step names]}``."""
     built: dict[str, list[tuple[dict[str, Any], str]]] = {}
     builds: list[dict[str, Any]] = []
-    llm_work = {"llm": {**llm, "sha256": models.model("extractor").sha256,
-                        "max_retries": spec.models["llm"]["max_retries"]},
-                "prompt": spec.extraction["prompt"]}
-    settings = thaw(spec.extraction)
-    env = BuildEnv(embedder=models.model("embedder").sha256,
-                   extraction=EXTRACTION_METHODS[settings["method"]].config(settings, models,
-                                                                          llm_work),
-                   llm_work=llm_work, titled=spec.chunking["title"])
     for graph in map(thaw, spec.graphs):
         kind = GRAPH_KINDS[graph["kind"]]
         for chosen, cfg in variants(graph, sweep_keys(kind.params)):

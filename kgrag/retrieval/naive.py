@@ -13,7 +13,7 @@ from kgrag.contents.dense import open_dense
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.params import TOP_K
 from kgrag.retrieval.units import Evidence, Units
-from kgrag.spec.declarations import Strategy
+from kgrag.spec.declarations import Param, Strategy
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -50,5 +50,17 @@ class NaiveStrategy:
                                               self.budget))
 
 
-DECLARATION = Strategy("naive", "dense top-k chunks in the budget.", (TOP_K,), NaiveStrategy,
-                       lambda config: {"dense": "dense"})
+EMBEDDER = Param("embedder", {"type": "string", "minLength": 1},
+                 "the embedder of this strategy's own dense index and of its questions: a "
+                 "bundled name, a sentence-transformers folder or a training entry's name "
+                 "(base and tuned side by side). Absent: models.embedder.")
+
+
+def dense_index(config: dict[str, Any]) -> dict[str, str]:
+    """The dense index of the spec's embedder, or of the strategy's own."""
+    own = config.get("embedder")
+    return {"dense": "dense" if own is None else f"dense.{own}"}
+
+
+DECLARATION = Strategy("naive", "dense top-k chunks in the budget.", (TOP_K, EMBEDDER),
+                       NaiveStrategy, dense_index)

@@ -167,6 +167,18 @@ class ExtractionMethod:
     config: Callable[..., Config]
 
 
+@dataclass(frozen=True)
+class TrainingMethod:
+    """A retriever-training method: its parameters, and ``build(plan, name, config, env)``,
+    which adds one entry's steps to the plan and returns the step whose artefact folder
+    holds the trained model (``model/``, sentence-transformers' save format)."""
+
+    name: str
+    summary: str
+    params: tuple[Param, ...]
+    build: Callable[..., str]
+
+
 def param_names(params: tuple[Param, ...]) -> set[str]:
     return {p.name for p in params}
 

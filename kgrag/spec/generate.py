@@ -2,9 +2,9 @@
 the declarations, and keep the published schema current.
 
 The rest of ``pipeline.schema.json`` (corpus, models, chunking, answer, evaluate, and
-each of the three objects' own description and ``name``) is written by hand; this
+each of the four objects' own description and ``name``) is written by hand; this
 module rewrites only what the declarations own: the ``strategy`` / ``kind`` / ``method``
-enums and every declared parameter. The schema is a flat union (one ``strategy`` object
+enums (extraction's and training's) and every declared parameter. The schema is a flat union (one ``strategy`` object
 takes every strategy's parameters) so that editors complete every key;
 ``kgrag.spec.references`` then checks which parameter applies where. A parameter several
 declarations take is written once, its description prefixed by who takes it.
@@ -22,6 +22,7 @@ from typing import Any
 from kgrag.spec.declarations import NO_DEFAULT, STRATEGY_COMMON, Param, Strategy
 from kgrag.spec.references import declared
 from kgrag.spec.schema import SCHEMA, SCHEMA_PATH
+from kgrag.training import TRAINING_METHODS
 
 SWEEP = "A list runs every value (a sweep)."
 
@@ -38,8 +39,9 @@ def generated_schema(schema: dict[str, Any] = SCHEMA) -> dict[str, Any]:
     extraction = _object(defs["extraction"], "method", methods.values(), _takers,
                          EXTRACTION_COMMON)
     extraction["properties"]["method"]["default"] = "llm"
+    training = _object(defs["training"], "method", TRAINING_METHODS.values(), _takers)
     return {**schema, "$defs": {**defs, "strategy": strategy, "graph": graph,
-                                "extraction": extraction}}
+                                "extraction": extraction, "training": training}}
 
 
 def _takers(declaration: Any) -> list[tuple[str, Param]]:

@@ -111,6 +111,11 @@ class Spec:
         return self.data["extraction"]
 
     @property
+    def training(self) -> tuple[Mapping[str, Any], ...]:
+        """The retrievers to train, in spec order."""
+        return self.data["training"]
+
+    @property
     def query(self) -> tuple[Mapping[str, Any], ...]:
         """The query strategies, in spec order."""
         return self.data["query"]

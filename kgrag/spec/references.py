@@ -62,6 +62,7 @@ def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
         yield from _misplaced(("graphs", i), graph, param_names(kind.params) | COMMON_GRAPH,
                               f"a {graph['kind']} graph")
         yield from kind.problems(i, graph)
+    yield from _training_problems(raw, filled)
     for i, (q_raw, q) in enumerate(zip(raw.get("query", []), filled["query"])):
         strategy = strategies[q["strategy"]]
         q = with_defaults(q, strategy.params_of(q))
@@ -70,6 +71,22 @@ def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
         yield from own
         if not own:  # an entry with its own problems may not say what it needs
             yield from _graph_problems(i, q, strategy, kinds)
+
+
+def _training_problems(raw: Config, filled: Config) -> Iterator[Problem]:
+    """Duplicate training names, and an entry whose windows are upside down."""
+    names: set[str] = set()
+    for i, entry in enumerate(filled.get("training", [])):
+        if entry["name"] in names:
+            yield ("training", i, "name"), f"duplicate training name '{entry['name']}'"
+        names.add(entry["name"])
+        for window in ("large", "small"):
+            low, high = entry.get(window, (1, 1))
+            if low > high:
+                yield (("training", i, window),
+                       f"{window} is a [min, max] node window; {low} > {high}")
+        if entry.get("base") == entry["name"]:
+            yield ("training", i, "base"), "a training entry cannot fine-tune itself"
 
 
 def prune_defaults(filled: Config) -> Config:

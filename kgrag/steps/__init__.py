@@ -13,10 +13,12 @@ from kgrag.steps import (
     hierarchy,
     retrieve,
     skeleton,
+    train,
 )
 
 KINDS: dict[str, StepKind] = {kind.name: kind for kind in (
     corpus.import_corpus, chunks.chunk, dense.dense_index,
     skeleton.core, skeleton.extract_core, skeleton.skeleton, bipartite.bipartite,
     hierarchy.build_hierarchy, hierarchy.summarise, hierarchy.gates,
+    train.ark_align, train.ark_augment, train.ark_stage,
     retrieve.retrieve, answer.answer_questions, evaluate.evaluate)}

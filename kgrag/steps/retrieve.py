@@ -8,7 +8,9 @@ as ``llm_ms``, and left out of ``retrieval_ms``. A budget that holds nothing for
 question is an error, not a column of empty contexts. Questions a strategy answered
 by its fallback (a ``fallback`` key in the trace: ppr with no linkable entity,
 HugRAG with no seed) are counted in the step's notes. A strategy with ``questions: N``
-retrieves for the first N questions only (the evaluation averages over those).
+retrieves for the first N questions only (the evaluation averages over those). In a spec
+that trains a retriever, the questions it trains on are skipped (``held_out``), by every
+strategy alike.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from kgrag.contents.chunks import UNIT_COLUMNS, read_chunks
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import write_retrieved
@@ -25,16 +29,17 @@ from kgrag.errors import KgragError
 from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.retrieval import STRATEGIES, Resources
 from kgrag.retrieval.units import Units
+from kgrag.training.split import held_out
 
 
-def load_strategy(config: dict[str, Any], inputs: dict[str, Path], models: Any,
-                  prompt_style: str = "completion") -> Any:
-    """Build the configured strategy from its artefact folders (by role)."""
+def load_strategy(step: dict[str, Any], inputs: dict[str, Path], models: Any) -> Any:
+    """Build the strategy of a retrieve step's config from its artefact folders (by role)."""
+    config = step["strategy"]
     declared = STRATEGIES[config["strategy"]]
     llm = models.llm("filter") if declared.uses_llm(config) else None
     units = Units.of(read_chunks(inputs["chunks"], UNIT_COLUMNS)) if "chunks" in inputs else None
-    resources = Resources(units, models.tokenizer, llm, prompt_style, models.embedder,
-                          models.pipeline)
+    resources = Resources(units, models.tokenizer, llm, step.get("prompt", "completion"),
+                          models.embedder_of(step["embedder"]), models.pipeline)
     artefacts = {role: inputs[role] for role in declared.needs(config)}
     return declared.runs.load(config, artefacts, resources)
 
@@ -54,13 +59,15 @@ def filter_calls(config: dict[str, Any], counts: Counts) -> int | None:
 @step_kind("retrieve", "6", max_llm_calls=filter_calls)
 def retrieve(ctx: StepContext) -> None:
     config = ctx.config["strategy"]
-    strategy = load_strategy(config, ctx.inputs, ctx.models, ctx.config.get("prompt",
-                                                                             "completion"))
+    strategy = load_strategy(ctx.config, ctx.inputs, ctx.models)
     questions = read_questions(ctx.input("corpus"))
+    if "held_out" in ctx.config:
+        kept = held_out(questions["question_id"], ctx.config["held_out"])
+        questions = questions.filter(pl.col("question_id").is_in(kept))
     if "questions" in config:
         questions = questions.head(config["questions"])
     texts = questions["question"].to_list()
-    vectors = ctx.models.embedder.encode(texts)
+    vectors = ctx.models.embedder_of(ctx.config["embedder"]).encode(texts)
     rows, fallbacks = [], 0
     for qid, text, vector in ctx.progress(zip(questions["question_id"], texts, vectors),
                                           total=len(texts), desc="retrieve", unit="question"):

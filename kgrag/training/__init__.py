@@ -1,0 +1,11 @@
+"""Retriever training: each method declared once (``TrainingMethod``), like graph kinds.
+
+A training entry compiles to fingerprinted steps; its final step's artefact folder holds
+the trained model (``model/``, sentence-transformers' save format), which
+``models.embedder.model`` or a naive strategy's ``embedder`` names by the entry's name.
+"""
+
+from kgrag.spec.declarations import TrainingMethod
+from kgrag.training import ark
+
+TRAINING_METHODS: dict[str, TrainingMethod] = {ark.DECLARATION.name: ark.DECLARATION}

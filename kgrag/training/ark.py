@@ -1,0 +1,129 @@
+"""ARK (Zhou et al.): answer-centric retriever fine-tuning with a KG-augmented curriculum.
+
+One training entry compiles to these steps (each fingerprinted, so a warm rerun trains
+nothing and a changed parameter reruns only what depends on it):
+
+``align.<name>``    the split, each training question's candidate units, the three
+                    alignment scores and the top-M positives (``alignment``);
+``augment.<name>``  confusing questions from PPR subgraphs of the shared extraction
+                    (``augmentation``), over ``extract.<name>``, the extraction on every
+                    chunk (stages 2 and 3 only);
+``stage1.<name>``…  the curriculum (``curriculum``): stage 1 in-batch InfoNCE on
+                    (question, positive); stages 2 and 3 the same with hard negatives
+                    mined for the large- and small-subgraph questions by the previous
+                    stage's model. Each stage's model is its artefact, so an interrupted
+                    training resumes from its last completed stage, and an entry with
+                    ``stages: 1`` or ``2`` is the ablation that reuses the longer one's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kgrag.spec.declarations import Config, Param, TrainingMethod, step_name
+from kgrag.training.split import split_of
+
+if TYPE_CHECKING:
+    from kgrag.pipeline.plan import Plan
+
+NUMBER = {"type": "number", "minimum": 0}
+WINDOW = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2,
+          "maxItems": 2}
+PER_STAGE = {"type": "array", "minItems": 3, "maxItems": 3}
+
+
+def build(plan: Plan, name: str, cfg: Config, env) -> str:
+    """Add one ARK entry's steps; return the step that holds its final model."""
+    base = env.base_embedder(cfg["base"])
+    align = plan.add(step_name("align", name), "ark_align", {
+        "base": base, "scorer": env.scorer, "split": split_of(cfg),
+        **{k: cfg[k] for k in ("max_questions", "candidates", "positives", "weights")}},
+        {"corpus": "corpus", "chunks": "chunks"})
+    training = {"base": base, "seed": cfg["seed"], "temperature": cfg["temperature"],
+                "batch_size": cfg["batch_size"], "max_seq_length": cfg["max_seq_length"]}
+    previous = plan.add(step_name("stage1", name), "ark_stage", {
+        **training, "stage": 1, "epochs": cfg["epochs"][0],
+        "learning_rate": cfg["learning_rates"][0], "warmup_steps": cfg["warmup_steps"]},
+        {"corpus": "corpus", "chunks": "chunks", "align": align.name})
+    if cfg["stages"] == 1:
+        return previous.name
+    extract = plan.add(step_name("extract", name), "extract",
+                       {**env.extraction, "beta": 1.0}, {"chunks": "chunks"})
+    augment = plan.add(step_name("augment", name), "ark_augment", {
+        "base": base, "augmenter": env.llm_work, "split": split_of(cfg),
+        "max_questions": cfg["max_questions"],
+        **{k: cfg[k] for k in ("similarity", "damping", "epsilon", "large", "small",
+                               "augmented")}},
+        {"corpus": "corpus", "align": align.name, "extract": extract.name})
+    for stage in range(2, cfg["stages"] + 1):
+        previous = plan.add(step_name(f"stage{stage}", name), "ark_stage", {
+            **training, "stage": stage, "epochs": cfg["epochs"][stage - 1],
+            "learning_rate": cfg["learning_rates"][stage - 1], "warmup_steps": 0,
+            "hard_negatives": cfg["hard_negatives"], "negatives": cfg["negatives"],
+            "miner": previous.fingerprint},
+            {"chunks": "chunks", "align": align.name, "augment": augment.name,
+             "previous": previous.name})
+    return previous.name
+
+
+DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine-tuned on "
+                             "LLM answer-alignment positives with a three-stage curriculum "
+                             "of KG-augmented hard negatives (InfoNCE).", (
+    Param("base", {"type": "string", "minLength": 1},
+          "the embedder to fine-tune: a bundled name or a sentence-transformers folder.",
+          default="all-MiniLM-L6-v2"),
+    Param("train_fraction", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+          "share of the corpus's questions that train (by a seeded hash of their ids); "
+          "every retrieve step of the spec skips them, so no evaluated question was "
+          "trained on.", default=0.5),
+    Param("split_seed", {"type": "integer", "minimum": 0}, "seed of the split.", default=0),
+    Param("max_questions", {"type": ["integer", "null"], "minimum": 1},
+          "train on at most this many of the training questions (a sample, for quick "
+          "runs); null: all of them.", default=None),
+    Param("candidates", {"type": "integer", "minimum": 1},
+          "units scored per question: the chunks of its supporting documents, then the "
+          "base embedder's nearest chunks up to this many.", default=20),
+    Param("positives", {"type": "integer", "minimum": 1},
+          "M, the top units by alignment score that are a question's positives.", default=10),
+    Param("weights", {"type": "object", "additionalProperties": False,
+                      "required": ["forward", "backward", "parameter"],
+                      "properties": {t: NUMBER for t in ("forward", "backward", "parameter")}},
+          "weights of the min-max normalised alignment terms; 0 leaves a term out (the "
+          "paper's Table 3 ablations) and saves its LLM calls.",
+          default={"forward": 1.0, "backward": 0.3, "parameter": 1.0}),
+    Param("similarity", {"type": "number", "minimum": -1, "maximum": 1},
+          "entity pairs whose name embeddings have at least this cosine are joined.",
+          default=0.8),
+    Param("damping", {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+          "PPR damping from the question's and answer's entities.", default=0.85),
+    Param("epsilon", {"type": "number", "exclusiveMinimum": 0},
+          "PPR scores below this are dropped before the cut.", default=1e-4),
+    Param("large", WINDOW, "node-count window [min, max] of the large subgraph's cut.",
+          default=[20, 50]),
+    Param("small", WINDOW, "node-count window [min, max] of the small subgraph's cut.",
+          default=[3, 10]),
+    Param("augmented", {"type": "integer", "minimum": 1, "maximum": 20},
+          "confusing questions asked for per subgraph.", default=10),
+    Param("stages", {"type": "integer", "minimum": 1, "maximum": 3},
+          "curriculum stages to run: 1 (in-batch negatives), 2 (+ large-subgraph hard "
+          "negatives), 3 (+ small-subgraph hard negatives).", default=3),
+    Param("epochs", {**PER_STAGE, "items": {"type": "integer", "minimum": 1}},
+          "epochs of stages 1, 2, 3.", default=[3, 4, 3]),
+    Param("learning_rates", {**PER_STAGE, "items": {"type": "number", "exclusiveMinimum": 0}},
+          "AdamW learning rates of stages 1, 2, 3 (linear decay).",
+          default=[1e-5, 8e-6, 4e-6]),
+    Param("warmup_steps", {"type": "integer", "minimum": 0},
+          "linear warm-up steps of stage 1.", default=50),
+    Param("batch_size", {"type": "integer", "minimum": 2}, "examples per step.", default=32),
+    Param("temperature", {"type": "number", "exclusiveMinimum": 0},
+          "InfoNCE temperature τ (the paper omits it; sentence-transformers' "
+          "MultipleNegativesRankingLoss uses 0.05).", default=0.05),
+    Param("hard_negatives", {"type": "integer", "minimum": 1},
+          "K, units the previous stage's model retrieves for each augmented question; "
+          "those that are not positives are its hard negatives.", default=20),
+    Param("negatives", {"type": "integer", "minimum": 1},
+          "hard negatives per training example, hardest first.", default=20),
+    Param("max_seq_length", {"type": "integer", "minimum": 16, "maximum": 512},
+          "tokens per text in training.", default=256),
+    Param("seed", {"type": "integer", "minimum": 0}, "seed of shuffling and torch.",
+          default=0)), build)

@@ -1,0 +1,33 @@
+"""The split by question: which questions a retriever trains on and which stay held out.
+
+Questions are ranked by a seeded hash of their id, and the first ``fraction`` of them
+train. A question's side depends on its id, the seed and how many questions there are,
+never on file order, so a training step and every evaluating step agree on it without
+reading each other's artefacts, and no evaluated question was ever trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+
+def training_questions(question_ids: Iterable[str], fraction: float, seed: int) -> set[str]:
+    """The ids that train: the first ``round(fraction · n)`` by seeded hash."""
+    ranked = sorted(set(question_ids),
+                    key=lambda qid: hashlib.sha256(f"{seed}\0{qid}".encode()).hexdigest())
+    return set(ranked[:round(fraction * len(ranked))])
+
+
+def split_of(entry: dict) -> dict:
+    """A training entry's split, as steps record it."""
+    return {"fraction": entry["train_fraction"], "seed": entry["split_seed"]}
+
+
+def held_out(question_ids: Iterable[str], splits: Iterable[dict]) -> list[str]:
+    """The ids of ``question_ids`` that no split trains on, in their order."""
+    ids = list(question_ids)
+    trained: set[str] = set()
+    for split in splits:
+        trained |= training_questions(ids, split["fraction"], split["seed"])
+    return [qid for qid in ids if qid not in trained]
