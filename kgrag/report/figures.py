@@ -52,9 +52,9 @@ def sweep_curves(rows: Sequence[Row]) -> dict[str, go.Figure]:
     parameter (the same spec entry, the same other swept values), and a menu choosing
     the score it shows (coverage first)."""
     scores = score_columns(rows)
-    swept = dict.fromkeys(key for row in rows for key in row.get("params", {}))
     if not scores:
         return {}
+    swept = dict.fromkeys(key for row in rows for key in row.get("params", {}))
     first = scores.index(SWEEP_METRIC) if SWEEP_METRIC in scores else 0
     figures = {}
     for key in swept:
@@ -93,8 +93,8 @@ SIZE = ("entities", "relationships", "modules", "gates", "keywords", "subchunks"
 
 
 def build_costs(builds: Sequence[Row]) -> go.Figure | None:
-    """What each graph build cost when it was built, a panel per figure (the cost of
-    a build made by an older kgrag is unknown and left out)."""
+    """What each graph build cost when it was built, a panel per cost (the cost of a
+    build made by an older kgrag is unknown and left out)."""
     if not builds:
         return None
     graphs = [build["graph"] for build in builds]

@@ -56,7 +56,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write the report of the finished run in ``run_dir`` (default: its
     ``report.html``) and return its path; a folder that holds no finished, evaluated
     run is a ``KgragError``."""
-    page = render(RunFolder.open(run_dir))
+    page = _page(RunFolder.open(run_dir))
     path = run_dir / REPORT if out is None else out
     tmp = path.with_name(f"{TEMP_PREFIX}{path.name}")
     tmp.write_text(page, encoding="utf-8")
@@ -64,7 +64,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     return path
 
 
-def render(run: RunFolder) -> str:
+def _page(run: RunFolder) -> str:
     rows, builds = run.metrics["rows"], run.metrics["builds"]
     sweeps = sweep_curves(rows)
     sections = [
