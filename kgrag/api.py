@@ -28,6 +28,7 @@ from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.runner import run_plan
 from kgrag.pipeline.step import Counts
+from kgrag.report.page import write_report
 from kgrag.spec import Spec, load_spec
 from kgrag.spec.model import default_cache_dir
 from kgrag.steps import KINDS
@@ -120,15 +121,23 @@ def _known_question_count(session: Session, intact: bool) -> int | None:
 class RunResult:
     manifest: Manifest
     metrics: dict[str, Any] | None
+    report: Path | None  # report.html, written when the run evaluated
 
 
 def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = print) -> RunResult:
-    """Run a spec, reusing every artefact that is still valid; returns manifest and metrics."""
+    """Run a spec, reusing every artefact that is still valid; returns manifest and metrics,
+    and writes the run's report when it evaluated."""
     session = open_session(spec_path)
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
                         run_dir=session.run_dir, force=force, echo=echo)
-    metrics = read_metrics(session.run_dir) if "evaluate" in session.plan.by_name() else None
-    return RunResult(manifest, metrics)
+    if "evaluate" not in session.plan.by_name():
+        return RunResult(manifest, None, None)
+    return RunResult(manifest, read_metrics(session.run_dir), write_report(session.run_dir))
+
+
+def report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Write the report of the finished run in ``run_dir`` (see ``kgrag.report``)."""
+    return write_report(Path(run_dir), None if out is None else Path(out))
 
 
 @dataclass(frozen=True)

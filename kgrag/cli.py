@@ -63,6 +63,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   "answer)")
             print(format_table(result.metrics["builds"], BUILD_COLUMNS))
     print(f"\noutputs: {result.manifest.path.parent}")
+    if result.report is not None:
+        print(f"report: {result.report}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from kgrag import api
+
+    path = api.report(args.outputs, args.output)
+    print(f"report: {path} ({path.stat().st_size / 2**20:.1f} MiB, self-contained)")
     return 0
 
 
@@ -156,6 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="append", default=[], metavar="STEP",
                    help="rerun STEP (a step name or kind) and everything after it")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("report", help="write one self-contained report.html of a finished "
+                       "run: metric bars, sweep curves, graph builds, every question")
+    p.add_argument("outputs", metavar="OUTPUTS_DIR", help="the run's folder (outputs/<spec name>)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="the page to write (default: OUTPUTS_DIR/report.html)")
+    p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("query", help="answer one question against the built index")
     p.add_argument("spec")

@@ -48,6 +48,15 @@ def read_relationships(folder: Path, columns: list[str] | None = None) -> pl.Dat
     return pl.read_parquet(folder / RELATIONSHIPS_FILE, columns=columns)
 
 
+def entity_degrees(folder: Path) -> list[int]:
+    """Each entity's number of relationships (either end), in table order; an entity in
+    none has degree 0 (what a report's degree distribution counts)."""
+    ends = read_relationships(folder, ["source", "target"])
+    counts = pl.concat([ends["source"], ends["target"]]).alias("name").value_counts(name="degree")
+    return (read_entities(folder, ["name"]).join(counts, on="name", how="left")
+            ["degree"].fill_null(0).to_list())
+
+
 def write_entity_vectors(folder: Path, entity_ids: list[str], vectors: np.ndarray) -> None:
     VectorTable.create(folder, ENTITY_TABLE, entity_ids, vectors)
 

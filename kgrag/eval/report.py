@@ -60,15 +60,21 @@ BUILD_COLUMNS = ("graph", "kind", "llm_requests", "llm_calls", "cache_hits", "to
                  "gold_in_scope", "entity_recall", "triple_recall", "relation_match")
 
 
+def table_columns(rows: Sequence[dict[str, Any]], columns: Sequence[str] = COLUMNS
+                  ) -> list[str]:
+    """The ``columns`` any of the rows has, in that order (a column ending in ``@``
+    stands for every ``recall@k``): what a table of them shows."""
+    present = list(dict.fromkeys(k for r in rows for k in r))  # a column any row has
+    return [k for c in columns for k in present if k == c or (c.endswith("@") and
+                                                              k.startswith(c))]
+
+
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] = COLUMNS) -> str:
-    """A fixed-width text table of result rows: the ``columns`` any row has, in that
-    order (a column ending in ``@`` stands for every ``recall@k``)."""
+    """A fixed-width text table of result rows (``table_columns``)."""
     if not rows:
         return "(no rows)"
-    present = list(dict.fromkeys(k for r in rows for k in r))  # a column any row has
-    keys = [k for c in columns for k in present if k == c or (c.endswith("@") and
-                                                              k.startswith(c))]
-    cells = [[_cell(r.get(k)) for k in keys] for r in rows]
+    keys = table_columns(rows, columns)
+    cells = [[format_cell(r.get(k)) for k in keys] for r in rows]
     widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
     lines = ["  ".join(k.ljust(w) for k, w in zip(keys, widths)),
              "  ".join("-" * w for w in widths)]
@@ -76,7 +82,8 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] = COLUMN
     return "\n".join(lines)
 
 
-def _cell(value: Any) -> str:
+def format_cell(value: Any) -> str:
+    """A table cell: ``-`` for a missing value, 3 decimals below 10, 1 from there."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, float):

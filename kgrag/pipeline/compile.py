@@ -29,7 +29,14 @@ from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS, BuildEnv
 from kgrag.pipeline.plan import Plan
 from kgrag.retrieval import STRATEGIES
 from kgrag.spec import Spec, thaw
-from kgrag.spec.declarations import STRATEGY_COMMON, label, resolve, sweep_keys, variants
+from kgrag.spec.declarations import (
+    STRATEGY_COMMON,
+    label,
+    resolve,
+    step_name,
+    sweep_keys,
+    variants,
+)
 from kgrag.training import TRAINING_METHODS
 from kgrag.training.split import split_of
 
@@ -112,7 +119,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
             config["pipeline"] = models.pipeline.identity()
         chunks = {"chunks": "chunks"} if declared.evidence == "chunks" else {}
         plan.queries[strategy["name"]] = plan.step(
-            f"retrieve.{strategy['name']}", "retrieve", config,
+            step_name("retrieve", strategy["name"]), "retrieve", config,
             {"corpus": "corpus", **chunks, **declared.inputs(strategy)})
     if not has_questions(spec):
         return plan
@@ -131,7 +138,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
             if "questions" in strategy:  # it retrieved for its first N: answer at most those
                 settings["questions"] = min(strategy["questions"],
                                             settings["questions"] or strategy["questions"])
-            step = plan.add(f"answer.{name}", "answer", settings,
+            step = plan.add(step_name("answer", name), "answer", settings,
                             {"corpus": "corpus", "retrieve": retrieve.name})
             evaluate_inputs[step.name] = step.name
     plan.add("evaluate", "evaluate",

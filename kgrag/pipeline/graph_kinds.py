@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kgrag.contents.bipartite import keyword_degrees
+from kgrag.contents.entities import entity_degrees
 from kgrag.graphs.hybrid_extraction import HYBRID_VERSION
 from kgrag.graphs.nlp_extraction import NLP_EXTRACTOR_VERSION
 from kgrag.pipeline.plan import Plan
@@ -18,6 +20,7 @@ from kgrag.spec.declarations import (
     Config,
     ExtractionMethod,
     GraphKind,
+    GraphView,
     Param,
     Problem,
     step_name,
@@ -117,11 +120,13 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
               "one LLM call (the extraction LLM) writes a single description for every "
               "entity and relationship whose descriptions come from several chunks, as "
               "GraphRAG does; off, they stay joined by '; '.", default=False),
-        Param("seed", SEED, "seed of the uniform selection.", default=42)), _skeleton),
+        Param("seed", SEED, "seed of the uniform selection.", default=42)), _skeleton,
+        GraphView("skeleton", "entities", entity_degrees)),
     GraphKind("bipartite", "KET-RAG's keyword–sub-chunk graph (no LLM).", (
         Param("tau", {"type": "integer", "minimum": 0, "maximum": 6},
               "each chunk is split into 2^τ sub-chunks, the keyword graph's text units.",
-              default=0, sweep=True),), _bipartite),
+              default=0, sweep=True),), _bipartite,
+        GraphView("bipartite", "keywords", keyword_degrees)),
     GraphKind("hierarchy", "HugRAG's hierarchical causal graph (LLM extraction on every "
               "chunk, two-stage canonicalisation, recursive Leiden modules, an LLM summary "
               "per module, LLM-checked causal gates between distant modules).", (
@@ -157,10 +162,11 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
               "extraction LLM per module) or extractive (no LLM: the title names the three "
               "most connected members, the summary is their first sentences, as much as an "
               "LLM summary may hold; for the thousands of modules of a whole corpus).",
-              default="llm")), _hierarchy, _hierarchy_problems),
+              default="llm")), _hierarchy,
+        GraphView("hierarchy", "canonical entities", entity_degrees), _hierarchy_problems),
     GraphKind("entities", "the extraction on every chunk and nothing else (no vectors, no LLM "
               "beyond extraction), the entity–chunk graph a ppr strategy walks.", (),
-              _entities),
+              _entities, GraphView("extract", "entities", entity_degrees)),
 )}
 
 

@@ -9,6 +9,7 @@ reproduces answers is the shipped call cache; the manifest says where they came 
 
 from __future__ import annotations
 
+import json
 import platform
 import time
 from dataclasses import dataclass, field
@@ -64,6 +65,12 @@ class Manifest:
         manifest = cls(run_dir / MANIFEST, data)
         manifest.write()
         return manifest
+
+    @classmethod
+    def read(cls, run_dir: Path) -> Manifest:
+        """The manifest in ``run_dir``: that of the last command that ran there."""
+        path = run_dir / MANIFEST
+        return cls(path, json.loads(path.read_text()))
 
     def record(self, step: dict[str, Any]) -> None:
         self.data["steps"].append(step)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kgrag.errors import KgragError
@@ -62,7 +63,8 @@ Need = str | GraphRef  # a plan-level artefact ("chunks", "dense") or a graph bu
 
 
 def step_name(artefact: str, build: str) -> str:
-    """The step of graph build ``build`` (a variant's label) that writes ``artefact``."""
+    """The step that writes ``artefact`` for ``build``: a graph build variant's label, or a
+    strategy row's name for its ``retrieve`` and ``answer`` steps."""
     return f"{artefact}.{build}"
 
 
@@ -145,14 +147,26 @@ class Strategy:
 
 
 @dataclass(frozen=True)
+class GraphView:
+    """What a report shows of one build's graph: ``degrees(folder)``, the degree of each
+    of its ``nodes`` (entities, keywords), read from the artefact of the build's step
+    ``artefact`` (``skeleton``, ``extract``…)."""
+
+    artefact: str
+    nodes: str
+    degrees: Callable[[Path], list[int]]
+
+
+@dataclass(frozen=True)
 class GraphKind:
-    """A graph kind: its parameters, and ``build(plan, label, config, build_context)``,
-    which adds the steps of one build variant to the plan."""
+    """A graph kind: its parameters, ``build(plan, label, config, build_context)``, which
+    adds the steps of one build variant to the plan, and the ``view`` a report draws."""
 
     name: str
     summary: str
     params: tuple[Param, ...]
     build: Callable[..., None]
+    view: GraphView
     problems: Callable[[int, Config], Iterator[Problem]] = _no_graph_problems
 
 

@@ -1,0 +1,129 @@
+"""``report.html``: one self-contained page of a finished run.
+
+Sections: metric bars and the results table per strategy; a sweep curve per swept
+parameter (budget, β, θ…); what each graph build cost, made and its degree
+distribution; every question with what each strategy retrieved and answered. The
+plotly JavaScript is inlined once in the head and every figure draws from it, so
+the page reads nothing but itself: it opens offline, from disk or as a mail
+attachment.
+"""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from kgrag.eval.report import BUILD_COLUMNS, COLUMNS, format_cell, table_columns
+from kgrag.pipeline.artefacts import TEMP_PREFIX
+from kgrag.pipeline.graph_kinds import GRAPH_KINDS
+from kgrag.report.figures import (
+    build_costs,
+    degree_distributions,
+    graph_sizes,
+    metric_bars,
+    sweep_curves,
+)
+from kgrag.report.questions import drilldown
+from kgrag.report.run_folder import RunFolder
+from kgrag.spec.declarations import step_name
+
+REPORT = "report.html"  # in the run folder
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+nav a { margin-right: 1.2em; } .muted { color: #777; } code { font-size: 90%; }
+div.wide { overflow-x: auto; } table { border-collapse: collapse; margin: 0.8em 0; }
+th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: left; vertical-align: top; }
+table.results td, table.results th { text-align: right; white-space: nowrap; }
+table.results td:first-child, table.results th:first-child { text-align: left; }
+details.question { border: 1px solid #ddd; margin: 0.4em 0; padding: 0.3em 0.7em; }
+details.question summary { cursor: pointer; }
+table.drill { width: 100%; } table.drill td:nth-child(3) { width: 45%; }
+ol.units { max-height: 14em; overflow: auto; margin: 0; padding-left: 2.2em; }
+li.gold { background: #fff1b8; } dl.trace { margin: 0; }
+dl.trace dt { font-weight: 600; } dl.trace dd { margin: 0 0 0.3em 1em; word-break: break-word; }
+"""
+
+
+def write_report(run_dir: Path, out: Path | None = None) -> Path:
+    """Write the report of the finished run in ``run_dir`` (default: its
+    ``report.html``) and return its path; a folder that holds no finished, evaluated
+    run is a ``KgragError``."""
+    page = _page(RunFolder.open(run_dir))
+    path = run_dir / REPORT if out is None else out
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _page(run: RunFolder) -> str:
+    rows, builds = run.metrics["rows"], run.metrics["builds"]
+    sweeps = sweep_curves(rows)
+    sections = [
+        ("metrics", "Metrics per strategy",
+         _figure(metric_bars(rows), "metrics") + _table(rows, COLUMNS)),
+        ("sweeps", "Sweeps",
+         "".join(f"<h3>against {escape(key)}</h3>" + _figure(figure, f"sweep-{key}")
+                 for key, figure in sweeps.items())
+         or '<p class="muted">no swept parameter in this spec</p>'),
+        ("builds", "Graph builds", _builds(run, builds)),
+        ("questions", f"Questions ({run.metrics['n_questions']})",
+         '<p class="muted">Click a question to open it.</p>' + drilldown(run)),
+    ]
+    nav = "".join(f'<a href="#{key}">{escape(title)}</a>' for key, title, _ in sections)
+    body = "".join(f'<section id="{key}"><h2>{escape(title)}</h2>{html}</section>'
+                   for key, title, html in sections)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<title>kgrag report: {escape(run.name)}</title>'
+            f'<link rel="icon" href="data:,"><style>{STYLE}</style>'
+            f"<script>{get_plotlyjs()}</script></head>\n<body>"
+            f"<h1>kgrag report: {escape(run.name)}</h1>{_summary(run)}<nav>{nav}</nav>\n"
+            f"{body}</body></html>\n")
+
+
+def _summary(run: RunFolder) -> str:
+    manifest, metrics = run.manifest, run.metrics
+    models = ", ".join(f"{role} {model['name']}" for role, model in manifest["models"].items())
+    return (f'<p class="muted">{escape(metrics["dataset"])}, {metrics["n_questions"]} '
+            f"questions · spec {escape(manifest['spec'])} · finished "
+            f"{escape(manifest.get('finished', '?'))} · {escape(models)} · kgrag "
+            f"{escape(manifest['libraries'].get('kgrag', '?'))}</p>")
+
+
+def _builds(run: RunFolder, builds: list[dict[str, Any]]) -> str:
+    if not builds:
+        return '<p class="muted">no graph build in this spec</p>'
+    degrees = {}
+    for build in builds:
+        view = GRAPH_KINDS[build["kind"]].view
+        folder = run.artefact(step_name(view.artefact, build["graph"]))
+        degrees[build["graph"]] = (view.nodes, view.degrees(folder))
+    return ("<h3>Cost when built</h3>" + _figure(build_costs(builds), "build-cost")
+            + _table(builds, BUILD_COLUMNS)
+            + "<h3>What each build made</h3>" + _figure(graph_sizes(builds), "graph-size")
+            + "<h3>Degree distribution</h3>"
+            + _figure(degree_distributions(degrees), "degrees"))
+
+
+def _figure(figure: go.Figure | None, name: str) -> str:
+    if figure is None:
+        return '<p class="muted">nothing to plot</p>'
+    return pio.to_html(figure, include_plotlyjs=False, full_html=False, div_id=f"fig-{name}",
+                       config=PLOT_CONFIG, default_height=f"{figure.layout.height}px")
+
+
+def _table(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> str:
+    keys = table_columns(rows, columns)
+    head = "".join(f"<th>{escape(key)}</th>" for key in keys)
+    body = "".join("<tr>" + "".join(f"<td>{escape(format_cell(row.get(key)))}</td>"
+                                    for key in keys) + "</tr>" for row in rows)
+    return (f'<div class="wide"><table class="results"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")

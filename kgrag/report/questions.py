@@ -1,0 +1,93 @@
+"""The report's per-question drill-down: each question with its gold answer and
+supporting documents, and for every strategy the units it retrieved (rank order,
+supporting documents marked), its answer and its trace (HugRAG's seeds, reached
+entities and filter; PPR's seeds and scores; whatever a strategy records)."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+from kgrag.contents.answers import read_answers
+from kgrag.contents.corpus import read_documents, read_questions
+from kgrag.contents.retrieved import read_retrieved
+from kgrag.report.run_folder import RunFolder
+from kgrag.spec.declarations import step_name
+
+
+def drilldown(run: RunFolder) -> str:
+    """One collapsed ``<details>`` per question of the run, in corpus order."""
+    corpus = run.artefact("corpus")  # the import step's: documents and questions
+    documents = read_documents(corpus, ["doc_id", "title"])
+    titles = dict(zip(documents["doc_id"], documents["title"]))
+    strategies = [row["strategy"] for row in run.metrics["rows"]]
+    retrieved = {name: {row["question_id"]: row for row in read_retrieved(
+        run.artefact(step_name("retrieve", name))).select(
+            "question_id", "unit_ids", "doc_ids", "context_tokens", "trace").iter_rows(named=True)}
+        for name in strategies}
+    answers = {}
+    for name in strategies:
+        step = step_name("answer", name)
+        if step in run.artefacts:
+            table = read_answers(run.artefact(step))
+            answers[name] = dict(zip(table["question_id"], table["answer"]))
+    return "\n".join(
+        _question(question, titles, [(name, retrieved[name].get(question["question_id"]),
+                                      answers.get(name, {}).get(question["question_id"]))
+                                     for name in strategies])
+        for question in read_questions(corpus).iter_rows(named=True))
+
+
+def _question(question: dict[str, Any], titles: dict[str, str],
+              strategies: list[tuple[str, dict[str, Any] | None, str | None]]) -> str:
+    gold, *aliases = question["answers"] or ["(none)"]
+    supporting = set(question["supporting_doc_ids"] or [])
+    also = f' <span class="muted">(also: {escape(", ".join(aliases))})</span>' if aliases else ""
+    lines = [(f'<details class="question"><summary><code>{escape(question["question_id"])}'
+              f'</code> {escape(question["question"])}</summary>'),
+             f"<p><b>gold answer</b> {escape(gold)}{also}</p>"]
+    if supporting:
+        names = "; ".join(titles.get(doc, doc) for doc in sorted(supporting))
+        lines.append(f"<p><b>supporting documents</b> ★ {escape(names)}</p>")
+    lines.append('<table class="drill"><thead><tr><th>strategy</th><th>answer</th>'
+                 "<th>retrieved units (rank order, ★ supporting)</th><th>trace</th></tr>"
+                 "</thead><tbody>")
+    for name, row, answer in strategies:
+        lines.append(f"<tr><td>{escape(name)}</td>"
+                     f"<td>{'–' if answer is None else escape(answer)}</td>"
+                     f"<td>{_units(row, titles, supporting)}</td>"
+                     f"<td>{'–' if row is None else _trace(json.loads(row['trace']))}</td></tr>")
+    lines.append("</tbody></table></details>")
+    return "\n".join(lines)
+
+
+def _units(row: dict[str, Any] | None, titles: dict[str, str], supporting: set[str]) -> str:
+    if row is None:
+        return '<span class="muted">not retrieved for this question</span>'
+    items = "".join(
+        f'<li{" class=gold" if doc in supporting else ""}>{"★ " if doc in supporting else ""}'
+        f"{escape(titles.get(doc, doc))} <code>{escape(unit)}</code></li>"
+        for unit, doc in zip(row["unit_ids"], row["doc_ids"]))
+    return (f'<ol class="units">{items}</ol>'
+            f'<span class="muted">{len(row["unit_ids"])} units, '
+            f'{row["context_tokens"]} context tokens</span>')
+
+
+def _trace(trace: dict[str, Any]) -> str:
+    if not trace:
+        return '<span class="muted">(none)</span>'
+    items = "".join(f"<dt>{escape(key)}</dt><dd>{escape(_value(value))}</dd>"
+                    for key, value in trace.items())
+    return f'<dl class="trace">{items}</dl>'
+
+
+def _value(value: Any) -> str:
+    """A trace value on one line: ``name: value; …`` for a mapping, ``a, b`` for a list."""
+    if isinstance(value, dict):
+        return "; ".join(f"{key}: {_value(inner)}" for key, inner in value.items())
+    if isinstance(value, list):
+        return ", ".join(_value(inner) for inner in value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

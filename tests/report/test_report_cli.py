@@ -1,0 +1,89 @@
+"""``kgrag report OUTPUTS_DIR`` and the report at the end of ``kgrag run``; a folder
+that holds no finished, evaluated run is one error line and exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgrag import api
+from kgrag.cli import main
+from kgrag.pipeline.manifest import MANIFEST
+from kgrag.report.page import REPORT
+from tests.conftest import write_spec
+from tests.standin import RuleLLM, open_with
+
+
+def test_kgrag_report_writes_the_page_where_asked(finished_run: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "elsewhere.html"
+    assert main(["report", str(finished_run), "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f"report: {out} (") and "MiB, self-contained" in said
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "kgrag report: report" in page
+    assert not (finished_run / REPORT).exists() or (finished_run / REPORT).read_text() == page
+
+
+def run_spec(project: Path, monkeypatch: pytest.MonkeyPatch, **answer) -> Path:
+    spec = write_spec(project, "small", corpus={"dataset": "musique", "path": "../corpus.jsonl",
+                                                "limit": 1},
+                      query=[{"name": "dense", "strategy": "naive", "budget_tokens": 300}],
+                      answer=answer, evaluate={"metrics": ["f1", "coverage"]})
+    session = open_with(spec, RuleLLM())
+    monkeypatch.setattr(api, "open_session", lambda path: session)
+    return spec
+
+
+def test_kgrag_run_ends_with_the_report(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture) -> None:
+    spec = run_spec(project, monkeypatch, questions=1)
+    assert main(["run", str(spec)]) == 0
+    report = project / "outputs" / "small" / REPORT
+    assert capsys.readouterr().out.splitlines()[-1] == f"report: {report}"
+    page = report.read_text()
+    assert "<tr><td>dense</td><td>An answer from the evidence</td>" in page
+
+
+def errors_of(argv: list[str], capsys: pytest.CaptureFixture) -> list[str]:
+    assert main(argv) == 2
+    return capsys.readouterr().err.splitlines()
+
+
+def test_a_folder_that_is_no_run_is_one_error(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture) -> None:
+    [line] = errors_of(["report", str(tmp_path / "nowhere")], capsys)
+    assert line == f"kgrag: error: no run folder {tmp_path / 'nowhere'}: give a run's outputs " \
+                   "folder (outputs/<spec name>)"
+    (tmp_path / "notes.txt").write_text("not a run")
+    [line] = errors_of(["report", str(tmp_path)], capsys)
+    assert line == f"kgrag: error: {tmp_path} is not a run folder: it has no {MANIFEST} (a run " \
+                   "writes outputs/<spec name>/)"
+    (tmp_path / MANIFEST).write_text("{")
+    [line] = errors_of(["report", str(tmp_path)], capsys)
+    assert line.startswith(f"kgrag: error: {tmp_path / MANIFEST} is not a manifest: ")
+
+
+def test_a_run_that_did_not_finish_or_evaluate_is_one_error(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    spec = run_spec(project, monkeypatch, questions=0)
+    assert main(["run", str(spec)]) == 0
+    folder = project / "outputs" / "small"
+    manifest = json.loads((folder / MANIFEST).read_text())
+    # a query records only the steps it needs: the folder's last run evaluated nothing
+    assert main(["query", str(spec), "Where is Van Hook Township?"]) == 0
+    capsys.readouterr()
+    [line] = errors_of(["report", str(folder)], capsys)
+    assert line.startswith(f"kgrag: error: the last run in {folder} evaluated nothing: ")
+    (folder / MANIFEST).write_text(json.dumps({**manifest, "status": "running"}))
+    [line] = errors_of(["report", str(folder)], capsys)
+    assert line == (f"kgrag: error: the run in {folder} has not finished (it is running, or "
+                    "was stopped): finish it with `kgrag run SPEC` and report again")
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    evaluate = next(step["artefact"] for step in manifest["steps"] if step["name"] == "evaluate")
+    (folder / evaluate).rename(folder / "moved")
+    [line] = errors_of(["report", str(folder)], capsys)
+    assert line == (f"kgrag: error: {folder}: the artefact of step evaluate is gone "
+                    f"({evaluate}); `kgrag run SPEC` rebuilds it")
