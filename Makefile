@@ -9,10 +9,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-# Every package of the test install (all extras), pinned with sha256 hashes by pip-tools,
-# and the pip that installs it.
-LOCK     := requirements/lock.txt
-PIP_LOCK := requirements/pip.txt
+# Every package of the test install (all extras), pinned with sha256 hashes by pip-tools;
+# the pip that installs it; and what builds its sources (kgrag, llama-cpp-python).
+LOCK       := requirements/lock.txt
+PIP_LOCK   := requirements/pip.txt
+BUILD_LOCK := requirements/build.txt
 # pip-tools lives in a venv of its own: its click, build and wheel stay out of the project's.
 TOOLS    := .venv-lock
 COMPILE  := CUSTOM_COMPILE_COMMAND="make lock" $(TOOLS)/bin/pip-compile --quiet \
@@ -21,13 +22,13 @@ COMPILE  := CUSTOM_COMPILE_COMMAND="make lock" $(TOOLS)/bin/pip-compile --quiet 
 
 .PHONY: install demo test lint bench lock lock-upgrade
 
-$(STAMP): pyproject.toml $(LOCK) $(PIP_LOCK)
+$(STAMP): pyproject.toml $(LOCK) $(PIP_LOCK) $(BUILD_LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --require-hashes -r $(PIP_LOCK)
 	# Exactly the locked files (torch is the CPU build; llama-cpp-python compiles once,
 	# ~6 min, and pip caches the wheel), then kgrag itself, editable, adding nothing.
-	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK) --build-constraint $(BUILD_LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -e . --build-constraint $(BUILD_LOCK)
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -52,7 +53,9 @@ $(TOOLS)/.installed:
 lock: $(TOOLS)/.installed
 	$(COMPILE) --all-extras --output-file $(LOCK) pyproject.toml
 	$(COMPILE) --output-file $(PIP_LOCK) requirements/pip.in
+	$(COMPILE) --output-file $(BUILD_LOCK) requirements/build.in
 
 lock-upgrade: $(TOOLS)/.installed
 	$(COMPILE) --upgrade --all-extras --output-file $(LOCK) pyproject.toml
 	$(COMPILE) --upgrade --output-file $(PIP_LOCK) requirements/pip.in
+	$(COMPILE) --upgrade --output-file $(BUILD_LOCK) requirements/build.in
