@@ -69,3 +69,9 @@ def test_manifest_library_versions_are_the_lock_pins():
             f"{name}: installed {recorded[name]}, locked {locked[canonicalize_name(name)]}; " \
             "run `make install`"
     assert recorded["kgrag"] == project()["version"] == metadata.version("kgrag")
+
+
+def test_lock_holds_the_cpu_build_of_torch():
+    # PyPI's torch of the same version is the CUDA build (~3 GB more); `make lock` on a
+    # machine whose pip does not see the local CPU wheel would silently pick it.
+    assert pins("lock.txt")["torch"].endswith("+cpu")
