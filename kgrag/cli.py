@@ -33,7 +33,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from kgrag import api
-    from kgrag.eval.report import BUILD_COLUMNS, format_table
+    from kgrag.eval.report import BUILD_COLUMNS, TRAINING_COLUMNS, format_table
 
     if args.dry_run:
         session = api.open_session(args.spec)
@@ -62,6 +62,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print("\ngraph builds (cost when built; llm_calls = requests the cache could not "
                   "answer)")
             print(format_table(result.metrics["builds"], BUILD_COLUMNS))
+        if result.metrics.get("training"):
+            print("\ntraining (cost when trained; stageN_s / _peak_mb / _examples / _loss "
+                  "per curriculum stage)")
+            print(format_table(result.metrics["training"], TRAINING_COLUMNS))
     print(f"\noutputs: {result.manifest.path.parent}")
     if result.report is not None:
         print(f"report: {result.report}")

@@ -77,3 +77,31 @@ def extraction_figures(counts: pl.DataFrame, wall_s: float | None,
         "llm_tokens_per_chunk": (round(llm_tokens / n, 1) if llm_tokens is not None and n
                                  else None),
     }
+
+
+# Step notes carried into a training entry's row (``training_row``).
+TRAINING_FIGURES = {"align": ("questions", "scored_units", "skipped_no_answer"),
+                    "augment": ("augmented", "skipped_no_entity", "skipped_small_graph",
+                                "skipped_unparsed")}
+
+
+def training_row(entry: str, method: str, steps: Sequence[tuple[str, dict[str, Any] | None]]
+                 ) -> dict[str, Any]:
+    """A training entry's cost (its steps summed, as ``build_row``), its skips, and each
+    curriculum stage's wall seconds, peak memory, examples and last loss. ``steps`` are
+    (step name, build record) in plan order."""
+    row = build_row(entry, method, [record for _, record in steps])
+    row["graph"] = row.pop("graph")  # the entry's name, in the build rows' column
+    for name, record in steps:
+        if record is None:
+            continue
+        artefact = name.split(".", 1)[0]
+        notes = record.get("notes", {})
+        row.update({key: notes[key] for key in TRAINING_FIGURES.get(artefact, ())
+                    if key in notes})
+        if artefact.startswith("stage"):
+            row |= {f"{artefact}_s": round(record["wall_s"], 1),
+                    f"{artefact}_peak_mb": record["peak_rss_mb"],
+                    f"{artefact}_examples": notes.get("examples"),
+                    f"{artefact}_loss": notes.get("last_loss")}
+    return row

@@ -59,6 +59,13 @@ BUILD_COLUMNS = ("graph", "kind", "llm_requests", "llm_calls", "cache_hits", "to
                  "grounded_share", "chunks_per_min", "llm_tokens_per_chunk", "gold_triples",
                  "gold_in_scope", "entity_recall", "triple_recall", "relation_match")
 
+TRAINING_COLUMNS = ("graph", "kind", "llm_requests", "llm_calls", "cache_hits", "tokens_in",
+                    "tokens_out", "embeddings", "wall_s", "questions", "scored_units",
+                    "skipped_no_answer", "entities", "relationships", "augmented",
+                    "skipped_no_entity", "skipped_small_graph", "skipped_unparsed",
+                    *(f"stage{n}_{what}" for n in (1, 2, 3)
+                      for what in ("s", "peak_mb", "examples", "loss")))
+
 
 def table_columns(rows: Sequence[dict[str, Any]], columns: Sequence[str] = COLUMNS
                   ) -> list[str]:

@@ -89,7 +89,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     llm = {"sha256": models.model("answerer").sha256,
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
     env = _build_env(spec, models, llm)
-    held_out = _add_training(plan, spec, models, env, llm)
+    trainings, held_out = _add_training(plan, spec, models, env, llm)
     embedder = models.model("embedder").sha256
     graph_variants, builds = _add_graphs(plan, spec, dataclasses.replace(env, embedder=embedder))
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
@@ -125,7 +125,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         return plan
     answering = spec.answer["questions"] != 0
     evaluate_inputs = {"corpus": "corpus", **({"chunks": "chunks"} if chunked else {})}
-    for build in builds:  # each graph build's cost is reported beside the strategies
+    for build in [*builds, *trainings]:  # each build's cost is reported beside the strategies
         evaluate_inputs |= {f"build.{step}": step for step in build["steps"]}
     for _, strategy in strategies:
         name = strategy["name"]
@@ -144,7 +144,8 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     plan.add("evaluate", "evaluate",
              {"metrics": list(spec.evaluate["metrics"]), "dataset": spec.corpus["dataset"],
               "strategies": [s for _, s in strategies], "builds": builds,
-              "params": {s["name"]: chosen for chosen, s in strategies}}, evaluate_inputs)
+              "params": {s["name"]: chosen for chosen, s in strategies},
+              **({"training": trainings} if trainings else {})}, evaluate_inputs)
     return plan
 
 
@@ -174,9 +175,10 @@ class TrainEnv:
 
 
 def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
-                  llm: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every training entry's steps, with each stage's model bound in ``models``; returns
-    the entries' splits, whose training questions every retrieve step skips."""
+                  llm: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every training entry's steps, with each stage's model bound in ``models``. Returns,
+    per entry, ``{"name", "method", "steps"}`` (its cost is reported), and the entries'
+    distinct splits, whose training questions every retrieve step skips."""
     if spec.training and not has_questions(spec):
         raise KgragError(f"{spec.path.name}: training needs questions with answers, and "
                          f"this {spec.corpus['dataset']} corpus has none (give it a "
@@ -184,17 +186,18 @@ def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
     env = TrainEnv(lambda name: models.embedder_model(name).sha256,
                    {**llm, "max_retries": spec.models["llm"]["max_retries"]},
                    build.extraction, build.llm_work)
-    splits = []
+    splits, trainings = [], []
     for entry in map(thaw, spec.training):
-        before = len(plan.steps)
         last = TRAINING_METHODS[entry["method"]].build(plan, entry["name"], entry, env)
-        stages = [step for step in plan.steps[before:] if step.kind == "ark_stage"]
-        assert stages[-1].name == last, "a method's model is its last stage's"
+        steps = [s for s in plan.upstream([last]) if s.name not in ("corpus", "chunks")]
         models.bind(entry["name"], [
             (model_dir(artefact_dir(spec.output_dir, step.name, step.fingerprint)),
-             step.fingerprint) for step in stages])
+             step.fingerprint) for step in steps if step.kind == "ark_stage"])
         splits.append(split_of(entry))
-    return [dict(s) for s in {json.dumps(s, sort_keys=True): s for s in splits}.values()]
+        trainings.append({"name": entry["name"], "method": entry["method"],
+                          "steps": [step.name for step in steps]})
+    return trainings, [dict(s) for s in {json.dumps(s, sort_keys=True): s
+                                         for s in splits}.values()]
 
 
 def _add_graphs(plan: Plan, spec: Spec, env: BuildEnv

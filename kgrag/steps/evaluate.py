@@ -33,7 +33,7 @@ from kgrag.contents.extraction import read_counts
 from kgrag.contents.metrics import METRICS, write_metrics
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.corpus.corpus import empty_triples
-from kgrag.eval.builds import build_row
+from kgrag.eval.builds import build_row, training_row
 from kgrag.eval.registry import EvidenceSpans, ExtractionBuild, Metric, lookup
 from kgrag.eval.report import strategy_row
 from kgrag.eval.structure import gold_nodes, structural_metrics
@@ -81,6 +81,11 @@ def evaluate(ctx: StepContext) -> None:
         _build_metrics(ctx, builds, records, per_build)
     result = {"dataset": ctx.config["dataset"], "n_questions": questions.height, "rows": rows,
               "builds": builds}
+    if "training" in ctx.config:  # only specs that train have the key (fingerprints hold)
+        result["training"] = [
+            training_row(t["name"], t["method"],
+                         [(step, _build_record(ctx.input(f"build.{step}"))) for step in t["steps"]])
+            for t in ctx.config["training"]]
     write_metrics(ctx.out_dir, result)
 
 

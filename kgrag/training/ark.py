@@ -32,31 +32,40 @@ WINDOW = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems
 PER_STAGE = {"type": "array", "minItems": 3, "maxItems": 3}
 
 
+def _add(plan: Plan, name: str, kind: str, config: Config, inputs: dict[str, str]):
+    """A step, or the plan's step that it repeats (same kind, config and inputs): an entry
+    that differs from another only in later stages (the ablation ``stages: 1``) shares its
+    earlier steps, artefacts included."""
+    step = plan.step(name, kind, config, inputs)
+    same = [s for s in plan.steps if s.fingerprint == step.fingerprint]
+    return same[0] if same else plan.append(step)
+
+
 def build(plan: Plan, name: str, cfg: Config, env) -> str:
     """Add one ARK entry's steps; return the step that holds its final model."""
     base = env.base_embedder(cfg["base"])
-    align = plan.add(step_name("align", name), "ark_align", {
+    align = _add(plan, step_name("align", name), "ark_align", {
         "base": base, "scorer": env.scorer, "split": split_of(cfg),
         **{k: cfg[k] for k in ("max_questions", "candidates", "positives", "weights")}},
         {"corpus": "corpus", "chunks": "chunks"})
     training = {"base": base, "seed": cfg["seed"], "temperature": cfg["temperature"],
                 "batch_size": cfg["batch_size"], "max_seq_length": cfg["max_seq_length"]}
-    previous = plan.add(step_name("stage1", name), "ark_stage", {
+    previous = _add(plan, step_name("stage1", name), "ark_stage", {
         **training, "stage": 1, "epochs": cfg["epochs"][0],
         "learning_rate": cfg["learning_rates"][0], "warmup_steps": cfg["warmup_steps"]},
         {"corpus": "corpus", "chunks": "chunks", "align": align.name})
     if cfg["stages"] == 1:
         return previous.name
-    extract = plan.add(step_name("extract", name), "extract",
+    extract = _add(plan, step_name("extract", name), "extract",
                        {**env.extraction, "beta": 1.0}, {"chunks": "chunks"})
-    augment = plan.add(step_name("augment", name), "ark_augment", {
+    augment = _add(plan, step_name("augment", name), "ark_augment", {
         "base": base, "augmenter": env.llm_work, "split": split_of(cfg),
         "max_questions": cfg["max_questions"],
         **{k: cfg[k] for k in ("similarity", "damping", "epsilon", "large", "small",
                                "augmented")}},
         {"corpus": "corpus", "align": align.name, "extract": extract.name})
     for stage in range(2, cfg["stages"] + 1):
-        previous = plan.add(step_name(f"stage{stage}", name), "ark_stage", {
+        previous = _add(plan, step_name(f"stage{stage}", name), "ark_stage", {
             **training, "stage": stage, "epochs": cfg["epochs"][stage - 1],
             "learning_rate": cfg["learning_rates"][stage - 1], "warmup_steps": 0,
             "hard_negatives": cfg["hard_negatives"], "negatives": cfg["negatives"],

@@ -36,8 +36,10 @@ def eight(tmp_path_factory) -> Path:
 
 
 def _spec(project: Path, name: str, training: dict, **sections) -> Path:
+    # the project's own call cache: module-scoped runs precede each test's isolated one
     sections = {"extraction": {"method": "nlp"}, "training": [training],
-                "answer": {"questions": 0}, "evaluate": EVALUATE, **sections}
+                "answer": {"questions": 0}, "evaluate": EVALUATE,
+                "cache": {"dir": "../calls"}, **sections}
     return write_spec(project, name, **sections)
 
 
@@ -63,6 +65,10 @@ def test_training_steps_write_positives_questions_and_one_model_per_stage(side_b
     assert read_losses(session.artefact("stage1.ark")).height == steps["stage1.ark"]["notes"]["steps"]
     assert steps["align.ark"]["llm"]["calls"] == llm.calls.count("logprob") > 0
     assert {"base", "tuned"} <= set(rows)
+    trained = json.loads((session.run_dir / "metrics.json").read_text())["training"]
+    assert [t["graph"] for t in trained] == ["ark"]
+    assert trained[0]["llm_calls"] == llm.calls.count("logprob") + llm.calls.count("augment")
+    assert trained[0]["stage3_examples"] == steps["stage3.ark"]["notes"]["examples"]
 
 
 def test_no_evaluated_question_was_trained_on(side_by_side):
@@ -161,6 +167,20 @@ def test_a_question_whose_answer_no_unit_holds_is_skipped_and_counted(tmp_path):
     assert steps["align.ark"]["notes"]["questions"] == len(trained) - absent
 
 
+def test_an_ablation_with_fewer_stages_shares_the_longer_entrys_steps(eight):
+    spec = _spec(eight, "ablate", FAST, query=[
+        {"name": "s1", "strategy": "naive", "embedder": "ark-s1"},
+        {"name": "s3", "strategy": "naive", "embedder": "ark"}])
+    text = json.loads(spec.read_text())
+    text["training"].append({**FAST, "name": "ark-s1", "stages": 1})
+    spec.write_text(json.dumps(text))
+    session = open_with(spec, RuleLLM())
+    names = [s.name for s in session.plan.steps]
+    assert "stage1.ark-s1" not in names and "align.ark-s1" not in names
+    dense = session.plan.by_name()["dense.ark-s1"].config["embedder"]
+    assert dense == session.plan.by_name()["stage1.ark"].fingerprint
+
+
 def test_a_trained_embedder_the_spec_does_not_define_is_an_error(eight):
     spec = write_spec(eight, "missing", query=[
         {"name": "tuned", "strategy": "naive", "embedder": "ark"}])
@@ -172,6 +192,6 @@ def test_training_over_a_corpus_without_questions_is_an_error(tmp_path):
     root = make_project(tmp_path / "proj")
     (root / "docs.jsonl").write_text(json.dumps({"id": "d", "text": "Some text."}) + "\n")
     spec = _spec(root, "noq", FAST, corpus={"dataset": "jsonl", "path": "../docs.jsonl"},
-                 query=[])
+                 query=[{"name": "naive", "strategy": "naive"}])
     with pytest.raises(KgragError, match="training needs questions"):
         open_with(spec, RuleLLM())
