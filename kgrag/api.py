@@ -19,6 +19,7 @@ from kgrag.contents.metrics import METRICS, read_metrics
 from kgrag.errors import KgragError
 from kgrag.models import Models
 from kgrag.models.cache import CacheStats, CallCache
+from kgrag.models.executor import executor_of
 from kgrag.models.registry import ResolvedModel, bundled_models
 from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.compile import compile_plan, has_questions
@@ -63,7 +64,8 @@ def open_session(spec_path: str | Path, *, root: Path | None = None,
     cache = CallCache(spec.cache_dir) if cache is None else cache
     parses = PIPELINE in EXTRACTION_METHODS[spec.extraction["method"]].params
     models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
-                    spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend)
+                    spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend,
+                    executor=executor_of(spec.executor))
     return Session(spec, cache, models, compile_plan(spec, models))
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder, EmbedderSettings
+from kgrag.models.executor import Executor, LocalExecutor
 from kgrag.models.llm import CachedLLM, LLMSettings
 from kgrag.models.pipelines import ResolvedPipeline, resolve_pipeline
 from kgrag.models.registry import ResolvedModel, resolve_embedder, resolve_llm
@@ -28,13 +29,16 @@ class Models:
 
     ``llm_backend`` / ``embed_backend``, when given, replace llama.cpp and
     sentence-transformers behind the call cache for every model (a stand-in in tests).
+    ``executor`` runs steps' model calls over many work items (``kgrag.models.executor``).
     """
 
     def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path,
                  extraction_model: str | None = None, pipeline: str | None = None, *,
-                 llm_backend: Any = None, embed_backend: Any = None) -> None:
+                 llm_backend: Any = None, embed_backend: Any = None,
+                 executor: Executor | None = None) -> None:
         self.config = config
         self.cache = cache
+        self.executor = executor or LocalExecutor()
         llm = resolve_llm(config["llm"]["model"], base_dir)
         self._entries: dict[str, ResolvedModel] = {
             "llm": llm,
