@@ -24,9 +24,11 @@ usage counters; only where a call the cache cannot answer is computed differs.
 that misses the cache goes to an idle Ray actor of that model, ``workers`` of them per
 model, each loading the model once, on its first call. Which actor computes a call does
 not change its output: an output is a function of its request (``kgrag.models.llm``,
-``PROMPT_BLOCK``). Ray is contacted at the first miss, so a fully cached run never
-starts it; an address that does not answer is one ``KgragError`` within
-``CONNECT_TIMEOUT_S``, after which completed artefacts and calls are kept as always.
+``PROMPT_BLOCK``). Ray is contacted when a step first maps (so a run whose steps are
+all reused never starts it), from the calling thread: a local instance's processes
+die with the thread that started them. An address that does not answer is one
+``KgragError`` within ``CONNECT_TIMEOUT_S``; completed artefacts and calls are kept
+as always. The actors start at a model's first cache miss.
 """
 
 from __future__ import annotations
@@ -78,11 +80,11 @@ class RayExecutor:
         self.address, self.workers = address, workers
         self._pools: dict[str, ActorPool] = {}  # by model sha256
         self._lock = threading.Lock()
-        self._failure: KgragError | None = None  # said once: other threads get it at once
 
     def map(self, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
             progress: Watch = unwatched) -> list[R]:
-        remote = llm.computing_with(RemoteBackend(functools.partial(self._pool, llm)))
+        ray = _connected(self.address, self.workers)
+        remote = llm.computing_with(RemoteBackend(functools.partial(self._pool, ray, llm)))
         with ThreadPoolExecutor(self.workers, thread_name_prefix="kgrag-ray") as threads:
             futures = [threads.submit(task, remote, item) for item in items]
             try:
@@ -93,17 +95,10 @@ class RayExecutor:
                     future.cancel()
         return [future.result() for future in futures]
 
-    def _pool(self, llm: CachedLLM) -> ActorPool:
-        """The actors of ``llm``'s model, connecting and starting them on first use."""
+    def _pool(self, ray: Any, llm: CachedLLM) -> ActorPool:
+        """The actors of ``llm``'s model, started on first use."""
         with self._lock:
-            if self._failure is not None:
-                raise self._failure
             if llm.settings.sha256 not in self._pools:
-                try:
-                    ray = _connected(self.address, self.workers)
-                except KgragError as exc:
-                    self._failure = exc
-                    raise
                 self._pools[llm.settings.sha256] = ActorPool(ray, llm.settings, llm.backend,
                                                              self.workers)
             return self._pools[llm.settings.sha256]
@@ -190,27 +185,29 @@ def _connected(address: str | None, workers: int) -> Any:
 
 
 def _join(ray: Any, address: str | None, workers: int) -> None:
-    """``ray.init`` within ``CONNECT_TIMEOUT_S``, after a quick look at the address."""
-    if address is not None:
-        _probe(address)
+    """Start a local instance of ``workers`` CPUs (``address`` None), or join the
+    cluster at ``address`` within ``CONNECT_TIMEOUT_S``, after a quick look at it."""
+    quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
+    if address is None:  # "local": a new instance even where another one runs
+        ray.init(address="local", num_cpus=workers, include_dashboard=False, **quiet)
+        return
+    _probe(address)
     failure: list[BaseException] = []
 
-    def init() -> None:
+    def init() -> None:  # starts no process here, so it may run on a passing thread
         try:
-            ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR,
-                     **({} if address else {"num_cpus": workers, "include_dashboard": False}))
+            ray.init(address=address, **quiet)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             failure.append(exc)
 
     joining = threading.Thread(target=init, daemon=True)
     joining.start()
     joining.join(CONNECT_TIMEOUT_S)
-    where = f"at {address}" if address else "on this machine"
     if joining.is_alive():
-        raise KgragError(f"no Ray cluster answered {where} within {CONNECT_TIMEOUT_S:.0f} s; "
-                         f"{_ADVICE}")
+        raise KgragError(f"no Ray cluster answered at {address} within "
+                         f"{CONNECT_TIMEOUT_S:.0f} s; {_ADVICE}")
     if failure:
-        raise KgragError(f"cannot connect to Ray {where}: {failure[0]}; {_ADVICE}")
+        raise KgragError(f"cannot connect to Ray at {address}: {failure[0]}; {_ADVICE}")
 
 
 _ADVICE = ("check executor.address (a head node's host:6379, ray://host:10001 through Ray "
