@@ -39,7 +39,7 @@ import queue
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol, TypeVar
 
 from kgrag.errors import KgragError
@@ -105,10 +105,10 @@ class RayExecutor:
 
 
 def _as_completed(futures: list[Future]) -> Iterator[None]:
-    """One item per finished future; the first failure is raised at once."""
+    """One item per future as it finishes; the first failure is raised at once."""
     pending = set(futures)
     while pending:
-        done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
         for future in done:
             future.result()
             yield None

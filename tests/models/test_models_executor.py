@@ -87,9 +87,18 @@ def test_an_address_that_does_not_answer_is_one_error_and_keeps_the_work_done(
     assert err == [err[0]] and err[0].startswith(
         f"kgrag: error: the Ray address {UNREACHABLE} does not answer (")
     # the steps before extraction are kept: a local run reuses them
-    spec.write_text(spec.read_text().replace('"kind": "ray"', '"kind": "local"'))
+    on_ray = spec.read_text()
+    spec.write_text(on_ray.replace('"kind": "ray"', '"kind": "local"'))
     _, steps = run(spec, RuleLLM())
     assert steps["chunks"]["status"] == "reused" and steps["extract.h"]["status"] == "ran"
+    # back on that address, every step is reused and Ray is never asked; the bundle of
+    # the run replays offline: no model call, no cluster
+    spec.write_text(on_ray)
+    _, steps = run(spec, RefusingBackend())
+    assert {step["status"] for step in steps.values()} == {"reused"}
+    api.bundle(spec, tmp_path / "hug.kgrag")
+    replayed = api.replay(tmp_path / "hug.kgrag", tmp_path / "replay", echo=lambda s: None)
+    assert replayed.model_calls == 0 and not replayed.differences and not ray.is_initialized()
 
 
 @pytest.fixture
