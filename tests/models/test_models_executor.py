@@ -10,6 +10,7 @@ model's is (``kgrag.models.llm``), so which worker answers does not matter.
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
@@ -17,7 +18,11 @@ from pathlib import Path
 import pytest
 
 from kgrag import api, cli
+from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache
+from kgrag.models.executor import ModelWorker
+from kgrag.models.llm import LlamaCppBackend, LLMSettings
+from kgrag.models.registry import file_sha256
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.pipeline.integrity import file_listing
 from kgrag.pipeline.runner import run_plan
@@ -144,3 +149,16 @@ def test_a_ray_run_writes_what_a_local_run_writes_and_a_local_run_replays_it(
         entries.append(cache.stats().entries)
         cache.close()
     assert entries[0] == entries[1]
+
+
+def test_a_worker_refuses_a_model_file_other_than_the_one_the_cache_keys_name(
+        tmp_path: Path) -> None:
+    """On a cluster each node loads the model from its own disk: a missing or other file
+    would answer under the keys of the file named here, so the worker says so instead."""
+    other = tmp_path / "model.gguf"
+    other.write_bytes(b"not the model")
+    for path, found in ((other, "(" + file_sha256(other)), (tmp_path / "none.gguf", "(no such")):
+        settings = LLMSettings(name="toy", path=path, sha256="ab" * 32)
+        worker = ModelWorker(settings, LlamaCppBackend(settings))
+        with pytest.raises(KgragError, match=rf"has another .* {re.escape(found)}"):
+            worker.generate({"prompt": "x"})
