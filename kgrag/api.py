@@ -19,6 +19,7 @@ from kgrag.contents.metrics import METRICS, read_metrics
 from kgrag.errors import KgragError
 from kgrag.models import Models
 from kgrag.models.cache import CacheStats, CallCache
+from kgrag.models.executor import LocalExecutor, executor_of
 from kgrag.models.registry import ResolvedModel, bundled_models
 from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.compile import compile_plan, has_questions
@@ -63,8 +64,11 @@ def open_session(spec_path: str | Path, *, root: Path | None = None,
     spec = load_spec(spec_path, root)
     cache = CallCache(spec.cache_dir) if cache is None else cache
     parses = PIPELINE in EXTRACTION_METHODS[spec.extraction["method"]].params
+    # a replay (sealed cache) makes no model call: it needs no cluster, wherever it runs
+    executor = LocalExecutor() if cache.sealed else executor_of(spec.executor)
     models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
                     spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend,
+                    executor=executor,
                     trained={entry["name"]: entry["base"] for entry in spec.training})
     return Session(spec, cache, models, compile_plan(spec, models))
 

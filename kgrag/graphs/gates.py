@@ -7,7 +7,9 @@ N modules costs N(N-1)/2 LLM calls, so the paper prunes top-down: a gate between
 modules covers their subtrees. This module decides *which* pairs are put to the
 judge and in what order; the judge itself is a callable from the caller (an LLM's
 yes / no over two summaries, ``llm_verdict``, or ``similarity_judge``), so the search
-is testable with plain functions.
+is testable with plain functions. The judge takes a batch of pairs at a time: the
+pairs of one compared set that pruning leaves, which cannot prune one another, so an
+executor may check them at once (``kgrag.models.executor``).
 
 Decisions the paper leaves open, made here:
 
@@ -34,8 +36,13 @@ Decisions the paper leaves open, made here:
   ``checks + skipped_by_pruning == candidates``.
 * **Order.** Intra-level pairs in (lower id, higher id) order, then look-ahead by
   the level-ℓ module's id, then the level-ℓ+1 module's id; ids compare by number
-  ("M2" < "M10"). ``judge(a, b)`` always gets the lower id first, so a cached LLM
+  ("M2" < "M10"). The judge always gets the lower id first, so a cached LLM
   replays the same calls in the same order.
+* **Batches.** Pruning a candidate needs a gate between an ancestor-or-self of one
+  side and an ancestor-or-self of the other, other than the pair itself; within one
+  compared set every such pair lies at coarser levels, or a set compared before. So
+  a set's remaining candidates are judged as one batch, in the order above, after
+  every earlier set's verdicts are in.
 * **Gates are undirected**, reported as (lower id, higher id) pairs in id order.
 * **Vectors** (one per module, e.g. the summary embedding) are re-normalised here;
   a zero vector has cosine 0 with everything. Similarities are dense per compared
@@ -54,7 +61,8 @@ from kgrag.graphs.extraction_prompt import Style
 from kgrag.graphs.hierarchy import Hierarchy
 from kgrag.models.llm import CachedLLM
 
-Judge = Callable[[str, str], bool]
+Pair = tuple[str, str]
+Judge = Callable[[list[Pair]], list[bool]]
 Adjacency = Callable[[str, str], bool] | set[frozenset[str]]
 
 GATE_INSTRUCTION = (
@@ -69,7 +77,7 @@ YES_NO = 'root ::= "yes" | "no"'
 class GateSearch:
     """The gates found and what finding them cost.
 
-    ``checks`` is the number of ``judge`` calls; ``candidates`` the number of pairs
+    ``checks`` is the number of pairs judged; ``candidates`` the number of pairs
     the candidate rule admitted; ``skipped_by_pruning`` the candidates never checked
     because a gate between ancestors covered them; ``all_pairs`` = N(N-1)/2 over all
     N modules, the cost of checking every pair.
@@ -177,7 +185,13 @@ def _adjacency_test(adjacent: Adjacency) -> Callable[[str, str], bool]:
     return lambda a, b: frozenset((a, b)) in adjacent
 
 
-def similarity_judge(vectors: Mapping[str, np.ndarray], threshold: float) -> Judge:
+def each_pair(verdict: Callable[[str, str], bool]) -> Judge:
+    """A judge that asks ``verdict(a, b)`` of one pair after another."""
+    return lambda pairs: [verdict(a, b) for a, b in pairs]
+
+
+def similarity_judge(vectors: Mapping[str, np.ndarray], threshold: float
+                     ) -> Callable[[str, str], bool]:
     """A judge with no LLM: yes when the two modules' summary vectors have cosine at
     least ``threshold``. Every candidate already passed ``min_similarity`` and top-m,
     so this keeps the most related of them; what it cannot see is causality, which is
@@ -191,13 +205,14 @@ def similarity_judge(vectors: Mapping[str, np.ndarray], threshold: float) -> Jud
     return judge
 
 
-def llm_verdict(llm: CachedLLM, text: Mapping[str, str], *, style: Style
-                ) -> Callable[[str, str], str]:
-    """The LLM's "yes" / "no" on whether two modules (their summaries in ``text``) are
-    causally linked, under a grammar; a reply that is neither (a model that ignores
-    grammars) is "other", which the caller reads as no and counts."""
+def llm_verdict(text: Mapping[str, str], *, style: Style
+                ) -> Callable[[CachedLLM, Pair], str]:
+    """``verdict(llm, (a, b))``: the LLM's "yes" / "no" on whether two modules (their
+    summaries in ``text``) are causally linked, under a grammar; a reply that is neither
+    (a model that ignores grammars) is "other", which the caller reads as no and counts."""
 
-    def verdict(a: str, b: str) -> str:
+    def verdict(llm: CachedLLM, pair: Pair) -> str:
+        a, b = pair
         prompt = f"{GATE_INSTRUCTION}\n\nGroup A: {text[a]}\n\nGroup B: {text[b]}\n\nAnswer:"
         reply = llm.ask(prompt, style=style, max_tokens=2, grammar=YES_NO).text.strip().lower()
         return reply if reply in ("yes", "no") else "other"
@@ -212,8 +227,9 @@ def find_gates(hierarchy: Hierarchy, vectors: Mapping[str, np.ndarray],
 
     ``vectors`` maps every module id to its summary vector; ``adjacent`` says
     whether two modules are joined by a structural edge (a function, or the set from
-    ``module_adjacency``); ``judge(a, b)`` is the LLM's yes/no, called once per
-    check with ``a`` the lower id. Deterministic for deterministic inputs.
+    ``module_adjacency``); ``judge(pairs)`` returns the LLM's yes/no (True/False) on
+    each pair of a batch, in order, each pair with the lower id first (see "Batches").
+    Deterministic for deterministic inputs.
     """
     if top_m < 0:
         raise KgragError(f"top_m must be >= 0; got {top_m}")
@@ -246,12 +262,11 @@ def find_gates(hierarchy: Hierarchy, vectors: Mapping[str, np.ndarray],
                                            top_m=top_m, min_similarity=min_similarity))
         for batch in batches:
             candidates += len(batch)
-            for a, b in batch:
-                if covered(a, b):
-                    skipped += 1
-                    continue
-                checks += 1
-                if judge(a, b):
+            checked = [pair for pair in batch if not covered(*pair)]
+            skipped += len(batch) - len(checked)
+            checks += len(checked)
+            for (a, b), yes in zip(checked, judge(checked), strict=True):
+                if yes:
                     gated.add(frozenset((a, b)))
                     gates.append((a, b))
     n = len(ids)

@@ -100,17 +100,15 @@ def summary_prompt(module: Module, entities: pl.DataFrame, relationships: pl.Dat
     return prompt, shown
 
 
-def llm_summaries(llm: CachedLLM, modules: Iterable[Module], entities: pl.DataFrame,
-                  relationships: pl.DataFrame, limit: int, *, style: Style
-                  ) -> Iterator[tuple[Module, str, str, bool]]:
-    """(module, title, summary, fell back) from one constrained call per module; a reply
-    that never parses falls back to its first members' names and descriptions."""
-    for module in modules:
-        prompt, shown = summary_prompt(module, entities, relationships, limit)
-        try:
-            value, _ = llm.ask_json(prompt, SUMMARY_SCHEMA, style=style, max_tokens=MAX_TOKENS)
-            yield module, single_spaces(value["title"]), single_spaces(value["summary"]), \
-                False
-        except InvalidOutput:
-            yield module, ", ".join(shown[:3]), " ".join(
-                entities.filter(pl.col("name").is_in(shown[:3]))["description"]), True
+def llm_summary(llm: CachedLLM, module: Module, entities: pl.DataFrame,
+                relationships: pl.DataFrame, limit: int, *, style: Style
+                ) -> tuple[Module, str, str, bool]:
+    """(module, title, summary, fell back) from one constrained call; a reply that never
+    parses falls back to the module's first members' names and descriptions."""
+    prompt, shown = summary_prompt(module, entities, relationships, limit)
+    try:
+        value, _ = llm.ask_json(prompt, SUMMARY_SCHEMA, style=style, max_tokens=MAX_TOKENS)
+        return module, single_spaces(value["title"]), single_spaces(value["summary"]), False
+    except InvalidOutput:
+        return module, ", ".join(shown[:3]), " ".join(
+            entities.filter(pl.col("name").is_in(shown[:3]))["description"]), True

@@ -11,6 +11,7 @@ from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder, EmbedderSettings
+from kgrag.models.executor import Executor, LocalExecutor
 from kgrag.models.llm import CachedLLM, LLMSettings
 from kgrag.models.pipelines import ResolvedPipeline, resolve_pipeline
 from kgrag.models.registry import ResolvedModel, resolve_embedder, resolve_llm
@@ -32,6 +33,7 @@ class Models:
 
     ``llm_backend`` / ``embed_backend``, when given, replace llama.cpp and
     sentence-transformers behind the call cache for every model (a stand-in in tests).
+    ``executor`` runs steps' model calls over many work items (``kgrag.models.executor``).
 
     ``trained`` maps the spec's training entries to their base embedders. An embedder
     may name one: its model is the entry's final training step, whose fingerprint is
@@ -42,9 +44,11 @@ class Models:
     def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path,
                  extraction_model: str | None = None, pipeline: str | None = None, *,
                  llm_backend: Any = None, embed_backend: Any = None,
+                 executor: Executor | None = None,
                  trained: Mapping[str, str] | None = None) -> None:
         self.config = config
         self.cache = cache
+        self.executor = executor or LocalExecutor()
         self._base_dir = base_dir
         self._bases = {name: resolve_embedder(base, base_dir)
                        for name, base in (trained or {}).items()}

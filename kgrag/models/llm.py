@@ -7,9 +7,11 @@ wraps ``LlamaCppBackend`` (the model in-process, loaded only on a cache miss).
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -171,6 +173,11 @@ class LlamaCppBackend:
         self._scoring: Any = None  # the instance that keeps all logits, for ``logprob``
         self._share = None if settings.n_threads else CpuShare(usable_cores())
 
+    def __reduce__(self) -> tuple[type, tuple[LLMSettings, bool]]:
+        """Pickled as its recipe, never its loaded model: a Ray worker that receives it
+        loads the model itself (``kgrag.models.executor``)."""
+        return LlamaCppBackend, (self.settings, self.greedy_first)
+
     def _model(self) -> Any:
         if self._llama is None:
             s = self.settings
@@ -312,6 +319,14 @@ class CachedLLM:
         self.cache = cache
         self.backend = backend if backend is not None else LlamaCppBackend(settings)
         self.usage = Usage()
+        self._counting = threading.Lock()  # an executor's threads share the counters
+
+    def computing_with(self, backend: Any) -> CachedLLM:
+        """This LLM with its cache misses computed by ``backend``: the same settings,
+        cache and usage counters (how an executor sends calls elsewhere)."""
+        view = copy.copy(self)
+        view.backend = backend
+        return view
 
     def _request(self, body: dict[str, Any], max_tokens: int, attempt: int,
                  json_schema: dict | None, grammar: str | None, stop: list[str]) -> dict[str, Any]:
@@ -337,12 +352,13 @@ class CachedLLM:
                                                       self.settings.name, generate)
         completion = Completion(payload["text"], payload["tokens_in"], payload["tokens_out"],
                                 cached=not computed)
-        if computed:
-            self.usage.calls += 1
-        else:
-            self.usage.cache_hits += 1
-        self.usage.tokens_in += completion.tokens_in
-        self.usage.tokens_out += completion.tokens_out
+        with self._counting:
+            if computed:
+                self.usage.calls += 1
+            else:
+                self.usage.cache_hits += 1
+            self.usage.tokens_in += completion.tokens_in
+            self.usage.tokens_out += completion.tokens_out
         value, error = _checked(completion.text, validate)
         return completion, value, error
 

@@ -9,7 +9,7 @@ use (a spec names sections, never Python code).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kgrag.pipeline.plan import Step
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass
@@ -45,6 +46,15 @@ class StepContext:
                  unit: str = "it") -> Iterator[T]:
         """Counts, rate and ETA: a bar on a terminal, a line every half minute in a log."""
         return progress(iterable, total, desc or self.step.name, unit)
+
+    def map_calls(self, role: str, task: Callable[[Any, T], R], items: Sequence[T], *,
+                  desc: str, unit: str) -> list[R]:
+        """``task(llm, item)`` for every item, in order, with the LLM playing ``role``,
+        through the spec's executor (``kgrag.models.executor``: in this process or on
+        Ray workers, with the same outputs), counting the items as they finish."""
+        return self.models.executor.map(
+            self.models.llm(role), task, items,
+            lambda done: self.progress(done, total=len(items), desc=desc, unit=unit))
 
 
 @dataclass(frozen=True)

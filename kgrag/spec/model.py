@@ -130,6 +130,11 @@ class Spec:
         """Metric settings."""
         return self.data["evaluate"]
 
+    @property
+    def executor(self) -> Mapping[str, Any]:
+        """Where model calls over many work items run (``kgrag.models.executor``)."""
+        return self.data["executor"]
+
     def resolve(self, relative: str | Path) -> Path:
         """Resolve a path from the spec against the spec file's folder."""
         return resolve_path(relative, self.path.parent, self.path)

@@ -37,11 +37,17 @@ from kgrag.contents.gates import write_gates
 from kgrag.contents.hierarchy import read_hierarchy, write_hierarchy
 from kgrag.contents.summaries import open_module_vectors, read_summaries, write_summaries
 from kgrag.graphs.canonical import canonicalise
-from kgrag.graphs.gates import find_gates, llm_verdict, module_adjacency, similarity_judge
-from kgrag.graphs.hierarchy import leiden_hierarchy
-from kgrag.graphs.module_summaries import extractive_summaries, llm_summaries
+from kgrag.graphs.gates import (
+    Pair,
+    find_gates,
+    llm_verdict,
+    module_adjacency,
+    similarity_judge,
+)
+from kgrag.graphs.hierarchy import Module, leiden_hierarchy
+from kgrag.graphs.module_summaries import extractive_summaries, llm_summary
+from kgrag.models.llm import CachedLLM
 from kgrag.pipeline.step import StepContext, step_kind
-from kgrag.progress import Progress
 
 
 @step_kind("hierarchy", "1")
@@ -96,14 +102,18 @@ def summarise(ctx: StepContext) -> None:
     folder = ctx.input("hierarchy")
     hierarchy = read_hierarchy(folder)
     entities, relationships = read_entities(folder), read_relationships(folder)
-    modules = ctx.progress(hierarchy.modules, total=len(hierarchy.modules), desc="summarise",
-                           unit="module")
     limit = ctx.config["summary_entities"]
     if ctx.config.get("method") == "extractive":
-        written = extractive_summaries(modules, entities, relationships, limit)
+        written = extractive_summaries(
+            ctx.progress(hierarchy.modules, desc="summarise", unit="module"), entities,
+            relationships, limit)
     else:
-        written = llm_summaries(ctx.models.llm("summariser"), modules, entities, relationships,
-                                limit, style=ctx.config["prompt"])
+        def summarise_one(llm: CachedLLM, module: Module) -> tuple[Module, str, str, bool]:
+            return llm_summary(llm, module, entities, relationships, limit,
+                               style=ctx.config["prompt"])
+
+        written = ctx.map_calls("summariser", summarise_one, hierarchy.modules,
+                                desc="summarise", unit="module")
     rows = [{"module_id": module.module_id, "title": title, "summary": summary,
              "text": f"{title}: {summary}", "fallback": fallback}
             for module, title, summary, fallback in written]
@@ -129,22 +139,24 @@ def gates(ctx: StepContext) -> None:
         vectors = dict(zip(ids, matrix))
     if ctx.config.get("judge") == "similarity":
         close = similarity_judge(vectors, ctx.config["threshold"])
-        verdict_of = lambda a, b: "yes" if close(a, b) else "no"
-    else:
-        verdict_of = llm_verdict(ctx.models.llm("judge"), text, style=ctx.config["prompt"])
-    answers: dict[str, int] = {"yes": 0, "no": 0, "other": 0}
-    checked = Progress("gate checks", unit="check")  # their number shows as the search goes
 
-    def judge(a: str, b: str) -> bool:
-        checked.tick()
-        verdict = verdict_of(a, b)
-        answers[verdict] += 1
-        return verdict == "yes"
+        def verdicts(pairs: list[Pair]) -> list[str]:
+            return ["yes" if close(a, b) else "no" for a, b in pairs]
+    else:
+        ask = llm_verdict(text, style=ctx.config["prompt"])
+
+        def verdicts(pairs: list[Pair]) -> list[str]:  # a batch: one compared set
+            return ctx.map_calls("judge", ask, pairs, desc="gate checks", unit="check")
+    answers: dict[str, int] = {"yes": 0, "no": 0, "other": 0}
+
+    def judge(pairs: list[Pair]) -> list[bool]:
+        said = verdicts(pairs)
+        answers.update({k: answers[k] + said.count(k) for k in answers})
+        return [verdict == "yes" for verdict in said]
 
     search = find_gates(hierarchy, vectors, module_adjacency(hierarchy, relationships.iter_rows()),
                         judge, top_m=ctx.config["top_m"],
                         min_similarity=ctx.config["min_similarity"])
-    checked.close()
     write_gates(ctx.out_dir, search.gates, {m.module_id: m.level for m in hierarchy.modules})
     ctx.notes.update(modules=len(hierarchy.modules), gates=len(search.gates),
                      checks=search.checks, candidates=search.candidates,

@@ -34,10 +34,11 @@ from kgrag.graphs.core import core_size, pagerank, select_core
 from kgrag.graphs.descriptions import summarise
 from kgrag.graphs.elements import Extraction, counts_frame
 from kgrag.graphs.extraction import extract
-from kgrag.graphs.hybrid_extraction import relate
+from kgrag.graphs.hybrid_extraction import Related, relate
 from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.merge import merge
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
+from kgrag.models.llm import CachedLLM
 from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.retrieval.units import unit_text
 
@@ -88,14 +89,16 @@ def extract_core(ctx: StepContext) -> None:
 
 def _extract_llm(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
     """One constrained call per chunk on its retrieval unit (title line included)."""
-    cfg, llm = ctx.config, ctx.models.llm("extractor")
-    return [
-        extract(llm, chunk_id, text, style=cfg["prompt"], max_tokens=cfg["max_tokens"],
-                max_entities=cfg["max_entities"], max_relationships=cfg["max_relationships"],
-                keep_ungrounded=cfg["keep_ungrounded"])
-        for chunk_id, text in ctx.progress(zip(todo["chunk_id"], todo["context"]),
-                                           total=todo.height, desc="extract", unit="chunk")
-    ]
+    cfg = ctx.config
+
+    def extract_one(llm: CachedLLM, chunk: tuple[str, str]) -> Extraction:
+        return extract(llm, *chunk, style=cfg["prompt"], max_tokens=cfg["max_tokens"],
+                       max_entities=cfg["max_entities"],
+                       max_relationships=cfg["max_relationships"],
+                       keep_ungrounded=cfg["keep_ungrounded"])
+
+    return ctx.map_calls("extractor", extract_one, list(zip(todo["chunk_id"], todo["context"])),
+                         desc="extract", unit="chunk")
 
 
 def _extract_nlp(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
@@ -116,13 +119,14 @@ def _extract_hybrid(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
     """The nlp extraction, then one constrained call per chunk relating its entities on
     its retrieval unit; what happened to each call is counted in the notes."""
     nlp = _extract_nlp(ctx, todo)
-    cfg, llm = ctx.config, ctx.models.llm("extractor")
-    related = [
-        relate(llm, extraction, text, style=cfg["prompt"],
-               max_relationships=cfg["max_relationships"])
-        for extraction, text in ctx.progress(zip(nlp, todo["context"]), total=todo.height,
-                                             desc="relate", unit="chunk")
-    ]
+    cfg = ctx.config
+
+    def relate_one(llm: CachedLLM, chunk: tuple[Extraction, str]) -> Related:
+        return relate(llm, *chunk, style=cfg["prompt"],
+                      max_relationships=cfg["max_relationships"])
+
+    related = ctx.map_calls("extractor", relate_one, list(zip(nlp, todo["context"])),
+                            desc="relate", unit="chunk")
     outcomes = Counter(r.outcome for r in related)
     ctx.notes.update(related_chunks=outcomes["related"],
                      no_entity_chunks=outcomes["no_entities"],

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
 import pytest
 
 from kgrag.errors import KgragError
-from kgrag.graphs.gates import find_gates, module_adjacency, similarity_judge
+from kgrag.graphs.gates import each_pair, find_gates, module_adjacency, similarity_judge
 from kgrag.graphs.hierarchy import Hierarchy, Module
 
 
@@ -35,15 +36,17 @@ SAME = {f"M{i}": np.array([1.0, 0.0]) for i in range(1, 8)}
 
 
 class Recorder:
-    """A judge that says yes to the given pairs and records every call."""
+    """A judge that says yes to the given pairs and records every pair and batch."""
 
     def __init__(self, yes=()):
         self.yes = {frozenset(p) for p in yes}
         self.calls: list[tuple[str, str]] = []
+        self.batches: list[list[tuple[str, str]]] = []
 
-    def __call__(self, a: str, b: str) -> bool:
-        self.calls.append((a, b))
-        return frozenset((a, b)) in self.yes
+    def __call__(self, pairs: list[tuple[str, str]]) -> list[bool]:
+        self.batches.append(pairs)
+        self.calls.extend(pairs)
+        return [frozenset(p) in self.yes for p in pairs]
 
 
 def test_ancestor_and_descendant_pairs_are_never_judged():
@@ -165,7 +168,7 @@ def test_checks_grow_linearly_while_all_pairs_grow_quadratically():
     for leaves in (20, 80, 320):
         hierarchy, vectors = layered(leaves)
         n = len(hierarchy.modules)
-        search = find_gates(hierarchy, vectors, set(), judge)
+        search = find_gates(hierarchy, vectors, set(), each_pair(judge))
         assert search.all_pairs == n * (n - 1) // 2
         assert search.checks + search.skipped_by_pruning == search.candidates
         assert 0 < search.checks <= 3 * 3 * n  # 3 compared sets per module, top_m = 3
@@ -202,8 +205,24 @@ def test_a_similarity_judge_gates_only_the_closest_candidates():
                "M3": np.array([0.6, 0.8])}
     flat = build({"M1": (0, None, ("a", "b")), "M2": (0, None, ("c", "d")),
                   "M3": (0, None, ("e", "f"))})
-    search = find_gates(flat, vectors, set(), similarity_judge(vectors, 0.9), top_m=2,
+    search = find_gates(flat, vectors, set(), each_pair(similarity_judge(vectors, 0.9)), top_m=2,
                         min_similarity=0.5)
     # three candidates (M1-M3 at 0.6 included), one close enough to be a gate (0.96)
     assert search.checks == search.candidates == 3
     assert search.gates == [("M2", "M3")]
+
+
+def test_no_pair_of_a_batch_could_have_been_pruned_by_an_earlier_one():
+    """Judging a compared set's pairs at once (an executor's batch) skips exactly what
+    judging them one after another would: no verdict within a batch covers another."""
+    hierarchy, vectors = layered(320)
+    judge = Recorder(yes=[p for p in itertools.combinations(sorted(vectors), 2)
+                          if random.Random("|".join(p)).random() < 0.3])
+    search = find_gates(hierarchy, vectors, set(), judge)
+    lineage = {m: {m, *hierarchy.ancestors(m)} for m in vectors}
+    for batch in judge.batches:
+        gated = [frozenset(p) for p in batch if frozenset(p) in judge.yes]
+        for a, b in batch:
+            covers = {frozenset((x, y)) for x in lineage[a] for y in lineage[b] if x != y}
+            assert not covers - {frozenset((a, b))} & set(gated)
+    assert len(judge.batches) > 2 and search.skipped_by_pruning > 0 and search.gates

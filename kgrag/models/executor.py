@@ -1,0 +1,234 @@
+"""Where the model calls of a step's work items run: in this process, one item after
+another (``local``, the default), or on Ray workers, several items at a time (``ray``).
+
+The contract, for a step that makes a few model calls per work item (extraction, the
+hybrid relation calls, module summaries, gate checks; ARK's scoring next):
+
+``executor.map(llm, task, items, progress)`` returns ``[task(llm_i, item) for item in
+items]``, in item order, where every ``llm_i`` has ``llm``'s settings, call cache and
+usage counters; only where a call the cache cannot answer is computed differs.
+
+* ``task`` runs in this process. It reads its item and whatever it closes over and
+  changes nothing they share (the Ray executor runs several tasks at once, on threads);
+  all it produces is its return value. An exception from a task ends the map and is
+  raised from it.
+* Every call goes through ``llm``'s cache under the key a local run uses, and this
+  process stores what a worker computed. So the outputs are a local run's, the
+  runner's ``recording()`` sees every key a step used (what bundles ship), usage is
+  counted as usual, and a later local run replays a Ray run's calls.
+* The executor is part of no fingerprint and no cache key: it changes where calls
+  run, never what they return.
+* ``progress`` wraps the results as they come in (a bar, or a line in a log).
+
+``ray`` runs up to ``workers`` tasks at a time on threads of this process. Each call
+that misses the cache goes to an idle Ray actor of that model, ``workers`` of them per
+model, each loading the model once, on its first call. Which actor computes a call does
+not change its output: an output is a function of its request (``kgrag.models.llm``,
+``PROMPT_BLOCK``). Ray is contacted when a step first maps (so a run whose steps are
+all reused never starts it), from the calling thread: a local instance's processes
+die with the thread that started them. An address that does not answer is one
+``KgragError`` within ``CONNECT_TIMEOUT_S``; completed artefacts and calls are kept
+as always. The actors start at a model's first cache miss.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import queue
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, Protocol, TypeVar
+
+from kgrag.errors import KgragError
+from kgrag.models.llm import CachedLLM, Completion, LlamaCppBackend, LLMSettings
+from kgrag.models.registry import file_sha256
+
+T = TypeVar("T")
+R = TypeVar("R")
+Task = Callable[[CachedLLM, T], R]
+Watch = Callable[[Iterable[Any]], Iterable[Any]]
+
+PROBE_TIMEOUT_S = 5.0  # for the address's port to accept a connection at all
+CONNECT_TIMEOUT_S = 60.0  # for ray.init to join the cluster behind it
+
+
+def unwatched(results: Iterable[R]) -> Iterable[R]:
+    return results
+
+
+class Executor(Protocol):
+    def map(self, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
+            progress: Watch = unwatched) -> list[R]:
+        """``task(llm, item)`` for every item, in item order (see the module docstring)."""
+
+
+class LocalExecutor:
+    """Today's loop: one task after another, in this process."""
+
+    def map(self, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
+            progress: Watch = unwatched) -> list[R]:
+        return list(progress(task(llm, item) for item in items))
+
+
+class RayExecutor:
+    """``workers`` tasks at a time; their cache misses computed by Ray actors."""
+
+    def __init__(self, address: str | None, workers: int) -> None:
+        self.address, self.workers = address, workers
+        self._pools: dict[str, ActorPool] = {}  # by model sha256
+        self._lock = threading.Lock()
+
+    def map(self, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
+            progress: Watch = unwatched) -> list[R]:
+        ray = _connected(self.address, self.workers)
+        remote = llm.computing_with(RemoteBackend(functools.partial(self._pool, ray, llm)))
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="kgrag-ray") as threads:
+            futures = [threads.submit(task, remote, item) for item in items]
+            try:
+                for _ in progress(_as_completed(futures)):
+                    pass
+            finally:
+                for future in futures:
+                    future.cancel()
+        return [future.result() for future in futures]
+
+    def _pool(self, ray: Any, llm: CachedLLM) -> ActorPool:
+        """The actors of ``llm``'s model, started on first use."""
+        with self._lock:
+            if llm.settings.sha256 not in self._pools:
+                self._pools[llm.settings.sha256] = ActorPool(ray, llm.settings, llm.backend,
+                                                             self.workers)
+            return self._pools[llm.settings.sha256]
+
+
+def _as_completed(futures: list[Future]) -> Iterator[None]:
+    """One item per future as it finishes; the first failure is raised at once."""
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            future.result()
+            yield None
+
+
+class RemoteBackend:
+    """A backend whose calls go to an idle actor of the pool ``pool()`` returns."""
+
+    def __init__(self, pool: Callable[[], ActorPool]) -> None:
+        self.pool = pool
+
+    def generate(self, request: dict[str, Any]) -> Completion:
+        return self.pool().generate(request)
+
+
+class ActorPool:
+    """``size`` Ray actors each holding one copy of a model; a call takes an idle one."""
+
+    def __init__(self, ray: Any, settings: LLMSettings, backend: Any, size: int) -> None:
+        self.ray = ray
+        worker = ray.remote(num_cpus=1)(ModelWorker)
+        self._idle: queue.Queue = queue.Queue()
+        for _ in range(size):
+            self._idle.put(worker.remote(settings, backend))
+
+    def generate(self, request: dict[str, Any]) -> Completion:
+        actor = self._idle.get()
+        try:
+            return self.ray.get(actor.generate.remote(request))
+        except self.ray.exceptions.RayTaskError as exc:  # raised by the backend: as itself
+            raise exc.cause from None
+        except self.ray.exceptions.RayError as exc:
+            raise KgragError(f"a Ray worker was lost ({type(exc).__name__}: {exc}); run "
+                             "again to resume: completed calls are cached") from None
+        finally:
+            self._idle.put(actor)
+
+
+class ModelWorker:
+    """A Ray actor's body: one backend (one model), loaded on its first call."""
+
+    def __init__(self, settings: LLMSettings, backend: Any) -> None:
+        self.settings, self.backend = settings, backend
+        self._verified = not isinstance(backend, LlamaCppBackend)
+
+    def generate(self, request: dict[str, Any]) -> Completion:
+        if not self._verified:  # a node's model file must be the one the cache keys name
+            s = self.settings
+            found = file_sha256(s.path) if s.path.is_file() else "no such file"
+            if found != s.sha256:
+                raise KgragError(f"the Ray worker on {socket.gethostname()} has another "
+                                 f"{s.path} ({found}, not {s.sha256}); every node needs the "
+                                 "same model files at the same paths")
+            self._verified = True
+        return self.backend.generate(request)
+
+
+def _connected(address: str | None, workers: int) -> Any:
+    """The ``ray`` module, connected: to ``address``, or to a local instance it starts
+    with ``workers`` CPUs. A program that already called ``ray.init`` keeps its
+    connection. Refuses a cluster with fewer CPUs than ``workers`` (one actor each):
+    the actors left over would wait for a CPU forever."""
+    try:
+        import ray
+    except ImportError:
+        raise KgragError("executor kind ray needs Ray: pip install 'kgrag[ray]'") from None
+    if not ray.is_initialized():
+        _join(ray, address, workers)
+    cpus = ray.cluster_resources().get("CPU", 0)
+    if cpus < workers:
+        raise KgragError(f"the Ray cluster has {cpus:g} CPUs, fewer than executor.workers "
+                         f"({workers}); lower workers or add nodes")
+    return ray
+
+
+def _join(ray: Any, address: str | None, workers: int) -> None:
+    """Start a local instance of ``workers`` CPUs (``address`` None), or join the
+    cluster at ``address`` within ``CONNECT_TIMEOUT_S``, after a quick look at it."""
+    quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
+    if address is None:  # "local": a new instance even where another one runs
+        ray.init(address="local", num_cpus=workers, include_dashboard=False, **quiet)
+        return
+    _probe(address)
+    failure: list[BaseException] = []
+
+    def init() -> None:  # starts no process here, so it may run on a passing thread
+        try:
+            ray.init(address=address, **quiet)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            failure.append(exc)
+
+    joining = threading.Thread(target=init, daemon=True)
+    joining.start()
+    joining.join(CONNECT_TIMEOUT_S)
+    if joining.is_alive():
+        raise KgragError(f"no Ray cluster answered at {address} within "
+                         f"{CONNECT_TIMEOUT_S:.0f} s; {_ADVICE}")
+    if failure:
+        raise KgragError(f"cannot connect to Ray at {address}: {failure[0]}; {_ADVICE}")
+
+
+_ADVICE = ("check executor.address (a head node's host:6379, ray://host:10001 through Ray "
+           "Client) or drop the executor section to run in this process")
+
+
+def _probe(address: str) -> None:
+    """Fail fast when nothing accepts connections at ``address``'s host and port (Ray
+    itself retries an unreachable address for minutes)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit():
+        return  # "auto", or a name Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise KgragError(f"the Ray address {address} does not answer "
+                         f"({exc.strerror or exc}); {_ADVICE}") from None
+
+
+def executor_of(config: Mapping[str, Any]) -> Executor:
+    """The executor a spec's ``executor`` section names."""
+    if config["kind"] == "ray":
+        return RayExecutor(config["address"], config["workers"])
+    return LocalExecutor()
