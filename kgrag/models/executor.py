@@ -121,7 +121,10 @@ class RemoteBackend:
         self.pool = pool
 
     def generate(self, request: dict[str, Any]) -> Completion:
-        return self.pool().generate(request)
+        return self.pool().call("generate", request)
+
+    def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self.pool().call("logprob", request)
 
 
 class ActorPool:
@@ -134,10 +137,11 @@ class ActorPool:
         for _ in range(size):
             self._idle.put(worker.remote(settings, backend))
 
-    def generate(self, request: dict[str, Any]) -> Completion:
+    def call(self, method: str, request: dict[str, Any]) -> Any:
+        """The backend ``method`` (generate, logprob) of an idle actor on ``request``."""
         actor = self._idle.get()
         try:
-            return self.ray.get(actor.generate.remote(request))
+            return self.ray.get(getattr(actor, method).remote(request))
         except self.ray.exceptions.RayTaskError as exc:  # raised by the backend: as itself
             raise exc.cause from None
         except self.ray.exceptions.RayError as exc:
@@ -155,6 +159,14 @@ class ModelWorker:
         self._verified = not isinstance(backend, LlamaCppBackend)
 
     def generate(self, request: dict[str, Any]) -> Completion:
+        self._verify()
+        return self.backend.generate(request)
+
+    def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._verify()
+        return self.backend.logprob(request)
+
+    def _verify(self) -> None:
         if not self._verified:  # a node's model file must be the one the cache keys name
             s = self.settings
             found = file_sha256(s.path) if s.path.is_file() else "no such file"
@@ -163,7 +175,6 @@ class ModelWorker:
                                  f"{s.path} ({found}, not {s.sha256}); every node needs the "
                                  "same model files at the same paths")
             self._verified = True
-        return self.backend.generate(request)
 
 
 def _connected(address: str | None, workers: int) -> Any:

@@ -370,11 +370,12 @@ class CachedLLM:
         payload, computed = self.cache.get_or_compute(request_key("llm", request),
                                                       self.settings.name,
                                                       lambda: self.backend.logprob(request))
-        if computed:
-            self.usage.calls += 1
-        else:
-            self.usage.cache_hits += 1
-        self.usage.tokens_in += payload["tokens"]
+        with self._counting:
+            if computed:
+                self.usage.calls += 1
+            else:
+                self.usage.cache_hits += 1
+            self.usage.tokens_in += payload["tokens"]
         return payload["mean"]
 
     def chat(self, messages: list[Message], *, max_tokens: int, stop: list[str] | None = None,

@@ -75,11 +75,11 @@ def ark_align(ctx: StepContext) -> None:
     by_doc: dict[str, list[int]] = {}
     for i, doc in enumerate(chunks["doc_id"]):
         by_doc.setdefault(doc, []).append(i)
-    llm = ctx.models.llm("scorer")
-    rows, no_answer = [], []
-    records = zip(questions.iter_rows(named=True), asked)
-    for record, vector in ctx.progress(records, total=questions.height, desc="align",
-                                       unit="question"):
+
+    def align(llm, item: tuple[dict, np.ndarray]) -> list[dict] | None:
+        """One question's candidates and scores (its rows), or None: no candidate holds
+        its answer. Runs where the spec's executor runs it; it changes nothing shared."""
+        record, vector = item
         cosines = units @ vector
         picked = [i for doc in record["supporting_doc_ids"] for i in by_doc.get(doc, [])]
         for i in np.argsort(-cosines, kind="stable"):
@@ -90,15 +90,19 @@ def ark_align(ctx: StepContext) -> None:
         picked = picked[:cfg["candidates"]]
         answers = record["answers"]
         if not any(_contains_answer(texts[i], answers) for i in picked):
-            no_answer.append(record["question_id"])
-            continue
+            return None
         scored = score_units(llm, record["question"], answers[0], [ids[i] for i in picked],
                              [texts[i] for i in picked], cosines[picked], cfg["weights"])
         positive = set(scored.positives(cfg["positives"]))
-        for j, unit in enumerate(scored.unit_ids):
-            terms = {t: float(v[j]) for t, v in scored.raw.items()}  # a 0-weight term: null
-            rows.append({"question_id": record["question_id"], "chunk_id": unit, **terms,
-                         "score": float(scored.combined[j]), "positive": unit in positive})
+        return [{"question_id": record["question_id"], "chunk_id": unit,
+                 **{t: float(v[j]) for t, v in scored.raw.items()},  # a 0-weight term: null
+                 "score": float(scored.combined[j]), "positive": unit in positive}
+                for j, unit in enumerate(scored.unit_ids)]
+
+    aligned = ctx.map_calls("scorer", align, list(zip(questions.iter_rows(named=True), asked)),
+                            desc="align", unit="question")
+    no_answer = [qid for qid, got in zip(questions["question_id"], aligned) if got is None]
+    rows = [row for got in aligned if got is not None for row in got]
     if not rows:
         raise KgragError(f"{ctx.step.name}: no training question has its answer in any "
                          f"candidate unit ({len(no_answer)} skipped); nothing to train on")
