@@ -104,5 +104,5 @@ def _loss(model, batch: Sequence[Example], temperature: float):
 
 
 def _encode(model, texts: list[str]):
-    features = model.tokenize(texts)
+    features = model.preprocess(texts)
     return model(features)["sentence_embedding"]
