@@ -116,8 +116,9 @@ def augmentation_calls(config: dict[str, Any], counts: Counts) -> int | None:
     if counts.questions is None:
         return None
     n = round(config["split"]["fraction"] * counts.questions)
-    if config["max_questions"] is not None:
-        n = min(n, config["max_questions"])
+    for limit in (config["max_questions"], config.get("augment_questions")):
+        if limit is not None:
+            n = min(n, limit)
     return 2 * n * (1 + config["augmenter"]["llm"]["max_retries"])
 
 
@@ -130,6 +131,8 @@ def ark_augment(ctx: StepContext) -> None:
     alignment = read_alignment(ctx.input("align"))
     questions = read_questions(ctx.input("corpus")).filter(
         pl.col("question_id").is_in(alignment["question_id"].unique().implode()))
+    if "augment_questions" in cfg:
+        questions = questions.head(cfg["augment_questions"])
     entities = read_entities(ctx.input("extract"),
                              ["name", "type", "description", "source_chunk_ids"])
     relationships = read_relationships(ctx.input("extract"),

@@ -61,6 +61,8 @@ def build(plan: Plan, name: str, cfg: Config, env) -> str:
     augment = _add(plan, step_name("augment", name), "ark_augment", {
         "base": base, "augmenter": env.llm_work, "split": split_of(cfg),
         "max_questions": cfg["max_questions"],
+        **({"augment_questions": cfg["augment_questions"]}
+           if cfg["augment_questions"] is not None else {}),
         **{k: cfg[k] for k in ("similarity", "damping", "epsilon", "large", "small",
                                "augmented")}},
         {"corpus": "corpus", "align": align.name, "extract": extract.name})
@@ -111,6 +113,10 @@ DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine
           default=[20, 50]),
     Param("small", WINDOW, "node-count window [min, max] of the small subgraph's cut.",
           default=[3, 10]),
+    Param("augment_questions", {"type": ["integer", "null"], "minimum": 1},
+          "augment at most this many of the aligned questions (the first, in corpus "
+          "order): the generation is the slow part on a CPU; null: all of them.",
+          default=None),
     Param("augmented", {"type": "integer", "minimum": 1, "maximum": 20},
           "confusing questions asked for per subgraph.", default=10),
     Param("stages", {"type": "integer", "minimum": 1, "maximum": 3},
