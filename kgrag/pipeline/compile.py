@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgrag.contents.training import model_dir
 from kgrag.corpus.importers import IMPORTERS
 from kgrag.errors import KgragError
 from kgrag.eval.registry import lookup
 from kgrag.models import Models
 from kgrag.models.registry import file_sha256, folder_sha256
-from kgrag.contents.training import model_dir
 from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS, BuildEnv
 from kgrag.pipeline.plan import Plan

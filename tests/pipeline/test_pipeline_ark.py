@@ -124,7 +124,7 @@ def test_naive_ket_and_hugrag_run_on_the_trained_embedder(project):
                          "theta": 0.4},
                         {"name": "hugrag", "strategy": "hugrag", "hierarchy": "h",
                          "causal_filter": False}])
-    steps, rows, _ = run_with(spec, RuleLLM())
+    _, rows, _ = run_with(spec, RuleLLM())
     assert all(rows[r]["n_retrieved"] == 1 for r in ("naive", "ket", "hugrag"))
     session = api.open_session(spec)
     trained = session.plan.by_name()["stage1.ark"].fingerprint
