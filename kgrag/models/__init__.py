@@ -53,7 +53,9 @@ class Models:
         self._bases = {name: resolve_embedder(base, base_dir)
                        for name, base in (trained or {}).items()}
         self._trained: dict[str, ResolvedModel] = {}  # entry name → its model, once bound
-        self._stages: list[ResolvedModel] = []  # every stage's model, the last ones too
+        # every embedder named so far (the spec's, strategies', bases, every trained
+        # stage), by identity: what steps' configs record and ``embedder_of`` finds
+        self._known: dict[str, ResolvedModel] = {m.sha256: m for m in self._bases.values()}
         llm = resolve_llm(config["llm"]["model"], base_dir)
         self._entries: dict[str, ResolvedModel] = {
             "llm": llm,
@@ -83,27 +85,27 @@ class Models:
                                  "training steps are planned")
             return self._trained[name]
         try:
-            return resolve_embedder(name, self._base_dir)
+            model = resolve_embedder(name, self._base_dir)
         except KgragError as exc:
             if not self._bases:
                 raise
             raise KgragError(f"{exc}, nor a training entry ({', '.join(self._bases)})") from None
+        self._known[model.sha256] = model
+        return model
 
     def bind(self, name: str, stages: Sequence[tuple[Path, str]]) -> None:
         """Training entry ``name``'s models, each stage's (the folder its step writes,
         identified by that step's fingerprint); the last is the entry's."""
         models = [ResolvedModel(name, "embedder", folder, fingerprint, False)
                   for folder, fingerprint in stages]
-        self._stages += models
+        self._known |= {m.sha256: m for m in models}
         self._trained[name] = models[-1]
 
     def embedder_of(self, sha256: str) -> CachedEmbedder:
         """The cached embedder of a model this spec names (the embedder, a training
         entry's base or trained model), by identity: what a step's config records."""
-        known = [*self._entries.values(), *self._bases.values(), *self._stages]
-        for model in known:
-            if model.sha256 == sha256 and model.kind == "embedder":
-                return self.embedder_for(model)
+        if sha256 in self._known:
+            return self.embedder_for(self._known[sha256])
         raise KgragError(f"no embedder of this spec has identity {sha256[:12]}")
 
     def tokenizer_model(self) -> ResolvedModel:

@@ -28,6 +28,7 @@ from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS, BuildEnv
 from kgrag.pipeline.plan import Plan
 from kgrag.retrieval import STRATEGIES
+from kgrag.retrieval.naive import dense_index
 from kgrag.spec import Spec, thaw
 from kgrag.spec.declarations import (
     STRATEGY_COMMON,
@@ -96,12 +97,15 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     entries = {q["name"]: thaw(q) for q in spec.query}
     strategies = [(chosen, _resolve_fusion(s, entries, graph_variants))
                   for chosen, s in strategies]
+    owns = {m["embedder"] for _, s in strategies for m in [s, *s.get("fuse", [])]
+            if m.get("embedder")}  # strategies' own embedders, fused members' too
+    embedder_of = {DENSE: None} | {dense_index({"embedder": own})[DENSE]: own for own in owns}
     for index in sorted({need for _, s in strategies
                          for need in STRATEGIES[s["strategy"]].needs(s).values()
                          if isinstance(need, str) and need.startswith(DENSE)}):
-        named = index.removeprefix(DENSE).removeprefix(".")  # a strategy's own embedder
-        config = ({"embedder": embedder} if not named else
-                  {"embedder": models.embedder_model(named).sha256, "model": named})
+        own = embedder_of[index]
+        config = ({"embedder": embedder} if own is None else
+                  {"embedder": models.embedder_model(own).sha256, "model": own})
         plan.add(index, "dense_index", config, {"chunks": "chunks"})
     for _, strategy in strategies:
         declared = STRATEGIES[strategy["strategy"]]

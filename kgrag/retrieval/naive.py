@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +52,7 @@ class NaiveStrategy:
                                               self.budget))
 
 
+SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 EMBEDDER = Param("embedder", {"type": "string", "minLength": 1},
                  "the embedder of this strategy's own dense index and of its questions: a "
                  "bundled name, a sentence-transformers folder or a training entry's name "
@@ -57,9 +60,15 @@ EMBEDDER = Param("embedder", {"type": "string", "minLength": 1},
 
 
 def dense_index(config: dict[str, Any]) -> dict[str, str]:
-    """The dense index of the spec's embedder, or of the strategy's own."""
+    """The dense index of the spec's embedder, or of the strategy's own: ``dense.<name>``
+    for a name that is safe in a folder name (a training entry, a bundled model), else
+    ``dense.embedder-<hash of the path>``."""
     own = config.get("embedder")
-    return {"dense": "dense" if own is None else f"dense.{own}"}
+    if own is None:
+        return {"dense": "dense"}
+    if not SAFE.fullmatch(own) or ".." in own:
+        own = "embedder-" + hashlib.sha256(own.encode()).hexdigest()[:12]
+    return {"dense": f"dense.{own}"}
 
 
 DECLARATION = Strategy("naive", "dense top-k chunks in the budget.", (TOP_K, EMBEDDER),

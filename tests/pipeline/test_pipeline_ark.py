@@ -15,6 +15,7 @@ from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.contents.training import model_dir, read_alignment, read_augmented, read_losses
 from kgrag.errors import KgragError
+from kgrag.models.registry import resolve_embedder
 from kgrag.training.split import training_questions
 from tests.conftest import SHARED_DATA, make_project, write_spec
 from tests.standin import RuleLLM, open_with, run_with
@@ -179,6 +180,18 @@ def test_an_ablation_with_fewer_stages_shares_the_longer_entrys_steps(eight):
     assert "stage1.ark-s1" not in names and "align.ark-s1" not in names
     dense = session.plan.by_name()["dense.ark-s1"].config["embedder"]
     assert dense == session.plan.by_name()["stage1.ark"].fingerprint
+
+
+def test_a_strategy_may_name_a_model_folder_by_path(project):
+    folder = str(resolve_embedder("all-MiniLM-L6-v2").path)  # e.g. another run's model
+    spec = write_spec(project, "by-path", answer={"questions": 0}, evaluate=EVALUATE, query=[
+        {"name": "base", "strategy": "naive"},
+        {"name": "folder", "strategy": "naive", "embedder": folder}])
+    _, rows, _ = run_with(spec, RuleLLM())
+    session = api.open_session(spec)
+    index = [s for s in session.plan.steps if s.name.startswith("dense.embedder-")]
+    assert len(index) == 1 and "/" not in index[0].name  # a path makes no folder name
+    assert rows["folder"]["recall@5"] == rows["base"]["recall@5"]  # the same model
 
 
 def test_a_trained_embedder_the_spec_does_not_define_is_an_error(eight):
