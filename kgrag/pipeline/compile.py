@@ -192,11 +192,12 @@ def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
                    build.extraction, build.llm_work)
     splits, trainings = [], []
     for entry in map(thaw, spec.training):
-        last = TRAINING_METHODS[entry["method"]].build(plan, entry["name"], entry, env)
+        method = TRAINING_METHODS[entry["method"]]
+        last = method.build(plan, entry["name"], entry, env)
         steps = [s for s in plan.upstream([last]) if s.name not in ("corpus", "chunks")]
         models.bind(entry["name"], [
             (model_dir(artefact_dir(spec.output_dir, step.name, step.fingerprint)),
-             step.fingerprint) for step in steps if step.kind == "ark_stage"])
+             step.fingerprint) for step in steps if step.kind == method.model_kind])
         splits.append(split_of(entry))
         trainings.append({"name": entry["name"], "method": entry["method"],
                           "steps": [step.name for step in steps]})

@@ -183,14 +183,17 @@ class ExtractionMethod:
 
 @dataclass(frozen=True)
 class TrainingMethod:
-    """A retriever-training method: its parameters, and ``build(plan, name, config, env)``,
+    """A retriever-training method: its parameters, ``build(plan, name, config, env)``,
     which adds one entry's steps to the plan and returns the step whose artefact folder
-    holds the trained model (``model/``, sentence-transformers' save format)."""
+    holds the trained model (``model/``, sentence-transformers' save format), and
+    ``model_kind``, the kind of every step that writes a model (each is nameable by
+    identity; ARK's curriculum stages)."""
 
     name: str
     summary: str
     params: tuple[Param, ...]
     build: Callable[..., str]
+    model_kind: str
 
 
 def param_names(params: tuple[Param, ...]) -> set[str]:

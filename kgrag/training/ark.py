@@ -141,4 +141,4 @@ DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine
     Param("max_seq_length", {"type": "integer", "minimum": 16, "maximum": 512},
           "tokens per text in training.", default=256),
     Param("seed", {"type": "integer", "minimum": 0}, "seed of shuffling and torch.",
-          default=0)), build)
+          default=0)), build, "ark_stage")
