@@ -11,7 +11,7 @@ import pytest
 
 from kgrag.pipeline.graph_kinds import GRAPH_KINDS
 from kgrag.retrieval import STRATEGIES, fusion
-from kgrag.spec.declarations import GraphRef, Param, Strategy
+from kgrag.spec.declarations import NO_DEFAULT, GraphRef, Param, Strategy
 from kgrag.spec.generate import generated_schema
 from kgrag.spec.references import prune_defaults, reference_problems
 from kgrag.spec.schema import SCHEMA, SCHEMA_PATH
@@ -96,7 +96,8 @@ def test_graph_kinds_declare_what_their_builds_write():
 
 def _filled(declared: Strategy) -> dict:
     """A config of ``declared`` with its defaults, every graph named."""
-    config = {p.name: p.default for p in declared.all_params() if p.default is not None}
+    config = {p.name: p.default for p in declared.all_params()
+              if p.default is not None and p.default is not NO_DEFAULT}
     return {"name": "x", **config, **{kind: "g" for kind in GRAPH_KINDS},
             "use_hierarchy": True, "use_gates": True, "entity_seeds": "ppr",
             **({"skeleton": "g", "hierarchy": None, "entities": None}
