@@ -152,10 +152,10 @@ class Models:
 
     def describe(self) -> dict[str, Any]:
         # under the manifest's names, which landed bundles carry
-        named = {"llm": "llm", "extraction_llm": "extraction", "embedder": "embedder"}
+        named = {"llm": "answerer", "extraction_llm": "extractor", "embedder": "embedder"}
         described = {}
-        for name, entry in named.items():
-            m = self.model("embedder") if entry == "embedder" else self._entries[entry]
+        for name, role in named.items():
+            m = self.model(role)
             described[name] = {"name": m.name, "path": str(m.path), "sha256": m.sha256}
         if self.pipeline is not None:
             described["pipeline"] = {"name": self.pipeline.name, **self.pipeline.identity()}

@@ -122,6 +122,19 @@ class CpuShare:
         return max(1, min(self.cores, int(free + FREE_CORE_SLACK)))
 
 
+def block_prefix(evaluated: Sequence[int], tokens: Sequence[int], block: int) -> int:
+    """How many of ``tokens`` may keep the evaluation of the previous call's
+    ``evaluated`` tokens: their common prefix (the last token always evaluated again, for
+    its logits), cut to a multiple of ``block`` so that every call goes through the same
+    batches and its output depends on its request alone."""
+    common = 0
+    for a, b in zip(evaluated, tokens[:-1]):
+        if a != b:
+            break
+        common += 1
+    return common - common % block
+
+
 @functools.cache
 def _aligned_llama() -> type:
     """llama-cpp-python's ``Llama`` with prefix reuse cut to a ``PROMPT_BLOCK`` boundary,
@@ -135,13 +148,8 @@ def _aligned_llama() -> type:
 
         def generate(self, tokens: Sequence[int], **kwargs: Any) -> Any:
             tokens = list(tokens)
-            common = 0
-            for a, b in zip(self._input_ids, tokens[:-1]):
-                if a != b:
-                    break
-                common += 1
             # the base class reuses at most what n_tokens keeps: a block-aligned prefix
-            self.n_tokens = common - common % self.n_batch
+            self.n_tokens = block_prefix(self._input_ids, tokens, self.n_batch)
             grammar = kwargs.get("grammar")
             if not (self.greedy_first and grammar is not None and kwargs.get("temp") == 0):
                 yield from super().generate(tokens, **kwargs)
@@ -194,20 +202,21 @@ class LlamaCppBackend:
                 self._llama.chat_format = FALLBACK_CHAT_FORMATS.get(arch, "chatml")
         return self._llama
 
-    def _fit_threads(self) -> None:
-        """Run the next call on the cores others leave free (unless the spec fixed a count)."""
+    def _fit_threads(self, llama: Any) -> None:
+        """Run ``llama``'s next call on the cores others leave free (unless the spec fixed
+        a count)."""
         if self._share is not None:
             import llama_cpp
 
             threads = self._share.threads()
-            llama_cpp.llama_set_n_threads(self._model().ctx, threads, threads)
+            llama_cpp.llama_set_n_threads(llama.ctx, threads, threads)
 
     def generate(self, request: dict[str, Any]) -> Completion:
         """Run one completion described by a cache ``request`` dict: a chat completion
         when it carries ``messages``, a plain text completion when it carries ``prompt``."""
         from llama_cpp import LlamaGrammar
 
-        self._fit_threads()
+        self._fit_threads(self._model())
         self._model().greedy_first = self.greedy_first
         grammar = None
         if request.get("json_schema") is not None:
@@ -232,14 +241,13 @@ class LlamaCppBackend:
         return Completion(text=text, tokens_in=int(usage["prompt_tokens"]),
                           tokens_out=int(usage["completion_tokens"]), cached=False)
 
-
     def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
         """The mean log-probability of ``request["target"]`` after ``request["context"]``
         (teacher forcing: one forward pass, log-softmax at each target position), from a
         second instance of the model that keeps every position's logits."""
         import numpy as np
 
-        vocab = self._model()  # the tokenizer; the scorer is sized to what it scores
+        vocab = self._scorer(0)  # its tokenizer; then it is sized to what it scores
         context = vocab.tokenize(request["context"].encode(), add_bos=True, special=False)
         target = vocab.tokenize(request["target"].encode(), add_bos=False, special=False)
         if not target:
@@ -249,19 +257,9 @@ class LlamaCppBackend:
             raise KgragError(f"{self.settings.path.name}: {len(tokens)} tokens to score exceed "
                              f"n_ctx {self.settings.n_ctx}; raise models.llm.n_ctx")
         scorer = self._scorer(len(tokens))
-        if self._share is not None:
-            import llama_cpp
-
-            threads = self._share.threads()
-            llama_cpp.llama_set_n_threads(scorer.ctx, threads, threads)
-        # reuse the previous call's prefix (forward and backward scores of a unit share
-        # it), cut to a block boundary so that a score never depends on the call before
-        common = 0
-        for a, b in zip(scorer.input_ids[:scorer.n_tokens], tokens[:-1]):
-            if a != b:
-                break
-            common += 1
-        scorer.n_tokens = common - common % PROMPT_BLOCK
+        self._fit_threads(scorer)
+        # forward and backward scores of a unit share its evaluation
+        scorer.n_tokens = block_prefix(scorer.input_ids[:scorer.n_tokens], tokens, PROMPT_BLOCK)
         scorer.eval(tokens[scorer.n_tokens:])
         logits = np.asarray(scorer.scores[len(context) - 1:len(tokens) - 1], dtype=np.float64)
         peak = logits.max(axis=1, keepdims=True)

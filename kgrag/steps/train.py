@@ -49,16 +49,21 @@ def _contains_answer(text: str, answers: list[str]) -> bool:
     return any(match_form(a) and f" {match_form(a)} " in form for a in answers)
 
 
-def alignment_calls(config: dict[str, Any], counts: Counts) -> int | None:
-    """Up to two log-probability calls per candidate of each training question (one
-    fewer per term of weight 0)."""
+def _questions_done(config: dict[str, Any], counts: Counts, *limits: str) -> int | None:
+    """How many questions a step works on: the split's training share, at most each of
+    the ``limits`` the config sets; None while the question count is unknown."""
     if counts.questions is None:
         return None
     n = round(config["split"]["fraction"] * counts.questions)
-    if config["max_questions"] is not None:
-        n = min(n, config["max_questions"])
+    return min([n, *(config[k] for k in limits if config.get(k) is not None)])
+
+
+def alignment_calls(config: dict[str, Any], counts: Counts) -> int | None:
+    """Up to two log-probability calls per candidate of each training question (one
+    fewer per term of weight 0)."""
+    n = _questions_done(config, counts, "max_questions")
     terms = bool(config["weights"]["forward"]) + bool(config["weights"]["backward"])
-    return n * config["candidates"] * terms
+    return None if n is None else n * config["candidates"] * terms
 
 
 @step_kind("ark_align", "1", max_llm_calls=alignment_calls)
@@ -113,13 +118,8 @@ def ark_align(ctx: StepContext) -> None:
 
 def augmentation_calls(config: dict[str, Any], counts: Counts) -> int | None:
     """Two subgraphs per training question, one call each, plus retries."""
-    if counts.questions is None:
-        return None
-    n = round(config["split"]["fraction"] * counts.questions)
-    for limit in (config["max_questions"], config.get("augment_questions")):
-        if limit is not None:
-            n = min(n, limit)
-    return 2 * n * (1 + config["augmenter"]["llm"]["max_retries"])
+    n = _questions_done(config, counts, "max_questions", "augment_questions")
+    return None if n is None else 2 * n * (1 + config["augmenter"]["llm"]["max_retries"])
 
 
 @step_kind("ark_augment", "1", max_llm_calls=augmentation_calls)
