@@ -141,18 +141,16 @@ def ark_augment(ctx: StepContext) -> None:
     llm, style = ctx.models.llm("augmenter"), cfg["augmenter"]["prompt"]
     candidates = {qid: set(frame["chunk_id"]) for (qid,), frame in
                   alignment.group_by(["question_id"], maintain_order=True)}
-    entity_chunks = entities["source_chunk_ids"].to_list()
-    relation_chunks = relationships["source_chunk_ids"].to_list()
+    entity_rows, relation_rows = _rows_by_chunk(entities), _rows_by_chunk(relationships)
     rows, skipped = [], {"no_entity": 0, "small_graph": 0, "unparsed": 0}
     for record in ctx.progress(questions.iter_rows(named=True), total=questions.height,
                                desc="augment", unit="question"):
         units = candidates[record["question_id"]]
-        keep = [i for i, c in enumerate(entity_chunks) if units.intersection(c)]
+        keep = sorted({i for unit in units for i in entity_rows.get(unit, ())})
+        linked = sorted({i for unit in units for i in relation_rows.get(unit, ())})
         names = entities["name"].gather(keep).to_list()
-        edges = [(s, t, w) for s, t, w, c in zip(relationships["source"],
-                                                  relationships["target"],
-                                                  relationships["weight"], relation_chunks)
-                 if units.intersection(c)]
+        edges = list(zip(*(relationships[c].gather(linked).to_list()
+                           for c in ("source", "target", "weight"))))
         vectors = embedder.encode(names) if names else np.zeros((0, 1), dtype=np.float32)
         graph = augmentation.question_graph(names, entities["type"].gather(keep).to_list(),
                                             entities["description"].gather(keep).to_list(),
@@ -182,6 +180,16 @@ def ark_augment(ctx: StepContext) -> None:
     write_augmented(ctx.out_dir, rows)
     ctx.notes.update(questions=questions.height, augmented=len(rows),
                      **{f"skipped_{why}": n for why, n in skipped.items()})
+
+
+def _rows_by_chunk(table: pl.DataFrame) -> dict[str, list[int]]:
+    """Chunk id → the rows of ``table`` (entities, relationships) extracted from it, so a
+    question's graph is looked up, not scanned for, among a corpus's entities."""
+    index: dict[str, list[int]] = {}
+    for row, chunks in enumerate(table["source_chunk_ids"]):
+        for chunk in chunks:
+            index.setdefault(chunk, []).append(row)
+    return index
 
 
 @step_kind("ark_stage", "1")
