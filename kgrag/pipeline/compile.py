@@ -90,7 +90,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     llm = {"sha256": models.model("answerer").sha256,
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
     env = _build_env(spec, models, llm)
-    trainings, held_out = _add_training(plan, spec, models, env, llm)
+    trainings, held_out, trained = _add_training(plan, spec, models, env, llm)
     embedder = models.model("embedder").sha256
     graph_variants, builds = _add_graphs(plan, spec, dataclasses.replace(env, embedder=embedder))
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
@@ -124,7 +124,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         chunks = {"chunks": "chunks"} if declared.evidence == "chunks" else {}
         plan.queries[strategy["name"]] = plan.step(
             step_name("retrieve", strategy["name"]), "retrieve", config,
-            {"corpus": "corpus", **chunks, **declared.inputs(strategy)})
+            {"corpus": "corpus", **chunks, **declared.inputs(strategy, trained)})
     if not has_questions(spec):
         return plan
     answering = spec.answer["questions"] != 0
@@ -179,10 +179,12 @@ class TrainEnv:
 
 
 def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
-                  llm: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every training entry's steps, with each stage's model bound in ``models``. Returns,
-    per entry, ``{"name", "method", "steps"}`` (its cost is reported), and the entries'
-    distinct splits, whose training questions every retrieve step skips."""
+                  llm: dict[str, Any]
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """Every training entry's steps, with each stage's embedder bound in ``models``.
+    Returns, per entry, ``{"name", "method", "steps"}`` (its cost is reported); the
+    entries' distinct splits, whose training questions every retrieve step skips; and
+    entry name → the step holding its model (what a strategy's ``TrainedRef`` reads)."""
     if spec.training and not has_questions(spec):
         raise KgragError(f"{spec.path.name}: training needs questions with answers, and "
                          f"this {spec.corpus['dataset']} corpus has none (give it a "
@@ -190,19 +192,21 @@ def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
     env = TrainEnv(lambda name: models.embedder_model(name).sha256,
                    {**llm, "max_retries": spec.models["llm"]["max_retries"]},
                    build.extraction, build.llm_work)
-    splits, trainings = [], []
+    splits, trainings, trained = [], [], {}
     for entry in map(thaw, spec.training):
         method = TRAINING_METHODS[entry["method"]]
         last = method.build(plan, entry["name"], entry, env)
         steps = [s for s in plan.upstream([last]) if s.name not in ("corpus", "chunks")]
-        models.bind(entry["name"], [
-            (model_dir(artefact_dir(spec.output_dir, step.name, step.fingerprint)),
-             step.fingerprint) for step in steps if step.kind == method.model_kind])
+        if method.trains == "embedder":
+            models.bind(entry["name"], [
+                (model_dir(artefact_dir(spec.output_dir, step.name, step.fingerprint)),
+                 step.fingerprint) for step in steps if step.kind == method.model_kind])
         splits.append(split_of(entry))
         trainings.append({"name": entry["name"], "method": entry["method"],
                           "steps": [step.name for step in steps]})
+        trained[entry["name"]] = last
     return trainings, [dict(s) for s in {json.dumps(s, sort_keys=True): s
-                                         for s in splits}.values()]
+                                         for s in splits}.values()], trained
 
 
 def _add_graphs(plan: Plan, spec: Spec, env: BuildEnv

@@ -59,7 +59,20 @@ class GraphRef:
     why: str
 
 
-Need = str | GraphRef  # a plan-level artefact ("chunks", "dense") or a graph build's
+@dataclass(frozen=True)
+class TrainedRef:
+    """A model that a training entry trains, named by a strategy's ``key`` parameter: the
+    artefact folder of that entry's final step, of a method that trains a ``model`` of
+    this kind (``TrainingMethod.trains``: "embedder", "triple_scorer"…). ``why`` says, in
+    an error, why the strategy needs it."""
+
+    key: str
+    model: str
+    why: str
+
+
+Need = str | GraphRef | TrainedRef  # a plan-level artefact ("chunks", "dense"), a graph
+# build's, or a training entry's model
 
 
 def step_name(artefact: str, build: str) -> str:
@@ -68,12 +81,19 @@ def step_name(artefact: str, build: str) -> str:
     return f"{artefact}.{build}"
 
 
-def resolve(need: Need, config: Config) -> str:
+def resolve(need: Need, config: Config, trained: Mapping[str, str] | None = None) -> str:
     """The step a strategy's need names: a plan-level artefact as it is, a graph artefact in
-    the build its config names (or a clear error: specs are checked earlier, this guards
-    API users)."""
+    the build its config names, a model in the final step of the training entry it names
+    (``trained``: entry name → that step), or a clear error: specs are checked earlier,
+    this guards API users."""
     if isinstance(need, str):
         return need
+    if isinstance(need, TrainedRef):
+        entry = config.get(need.key)
+        if entry not in (trained or {}):
+            raise KgragError(f"strategy {config['name']!r}: {need.why}, so '{need.key}' must "
+                             f"name a training entry that trains a {need.model}")
+        return trained[entry]
     build = config.get(need.kind)
     if build is None:
         raise KgragError(f"strategy {config['name']!r}: {need.why}, so '{need.kind}' must "
@@ -132,9 +152,11 @@ class Strategy:
     evaluated: Callable[[Config], dict[str, GraphRef]] = _reads_no_graph
     evidence: str = "chunks"
 
-    def inputs(self, config: Config) -> dict[str, str]:
-        """The step each input role reads, for a concrete config."""
-        return {role: resolve(need, config) for role, need in self.needs(config).items()}
+    def inputs(self, config: Config, trained: Mapping[str, str] | None = None
+               ) -> dict[str, str]:
+        """The step each input role reads, for a concrete config (``trained``: training
+        entry name → the step holding its model)."""
+        return {role: resolve(need, config, trained) for role, need in self.needs(config).items()}
 
     def params_of(self, config: Config) -> tuple[Param, ...]:
         """The parameters an entry takes: the strategy's, and each group's that is on."""
@@ -185,15 +207,18 @@ class ExtractionMethod:
 class TrainingMethod:
     """A retriever-training method: its parameters, ``build(plan, name, config, env)``,
     which adds one entry's steps to the plan and returns the step whose artefact folder
-    holds the trained model (``model/``, sentence-transformers' save format), and
-    ``model_kind``, the kind of every step that writes a model (each is nameable by
-    identity; ARK's curriculum stages)."""
+    holds the trained model, ``model_kind``, the kind of every step that writes a model,
+    and ``trains``, what that model is. An "embedder" (ARK's; ``model/`` in
+    sentence-transformers' save format) is nameable by identity wherever an embedder is
+    (each model step, as ARK's curriculum stages); any other model is read by the
+    strategies that name the entry through a ``TrainedRef`` of that kind."""
 
     name: str
     summary: str
     params: tuple[Param, ...]
     build: Callable[..., str]
     model_kind: str
+    trains: str = "embedder"
 
 
 def param_names(params: tuple[Param, ...]) -> set[str]:

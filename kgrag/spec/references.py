@@ -22,6 +22,7 @@ from kgrag.spec.declarations import (
     Param,
     Problem,
     Strategy,
+    TrainedRef,
     param_names,
     sweep_keys,
     variants,
@@ -71,6 +72,7 @@ def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
         yield from own
         if not own:  # an entry with its own problems may not say what it needs
             yield from _graph_problems(i, q, strategy, kinds)
+            yield from _trained_problems(i, q, strategy, filled)
 
 
 def _training_problems(raw: Config, filled: Config) -> Iterator[Problem]:
@@ -131,14 +133,9 @@ def _graph_problems(i: int, entry: Config, strategy: Strategy, kinds: dict[str, 
     """Every graph the entry needs, in every variant of its sweep, must be named and be a
     build of that kind."""
     refs: dict[str, GraphRef] = {}
-    for _, variant in variants(entry, sweep_keys(STRATEGY_COMMON + strategy.params_of(entry))):
-        try:
-            needs = strategy.needs(variant)
-        except KgragError:  # fusion's members are other entries, checked on their own
-            return
-        for need in needs.values():
-            if isinstance(need, GraphRef):
-                refs.setdefault(need.kind, need)
+    for need in _needs(entry, strategy):
+        if isinstance(need, GraphRef):
+            refs.setdefault(need.kind, need)
     for key, need in refs.items():
         name = entry.get(key)
         if name is None:
@@ -148,6 +145,38 @@ def _graph_problems(i: int, entry: Config, strategy: Strategy, kinds: dict[str, 
             known = [g for g, k in kinds.items() if k == key]
             yield ("query", i, key), (f"no {key} graph named '{name}' in graphs "
                                       f"(known: {', '.join(known) or 'none'})")
+
+
+def _needs(entry: Config, strategy: Strategy) -> list[Any]:
+    """What the entry reads, in every variant of its sweep; nothing for fusion, whose
+    members are other entries, checked on their own."""
+    try:
+        return [need for _, variant in variants(entry, sweep_keys(STRATEGY_COMMON
+                                                                  + strategy.params_of(entry)))
+                for need in strategy.needs(variant).values()]
+    except KgragError:
+        return []
+
+
+def _trained_problems(i: int, entry: Config, strategy: Strategy, filled: Config
+                      ) -> Iterator[Problem]:
+    """Every model the entry needs must be named and be trained by a training entry of a
+    method that trains that kind of model."""
+    from kgrag.training import TRAINING_METHODS
+
+    trains = {t["name"]: TRAINING_METHODS[t["method"]].trains
+              for t in filled.get("training", [])}
+    refs = {need.key: need for need in _needs(entry, strategy) if isinstance(need, TrainedRef)}
+    for need in refs.values():
+        name = entry.get(need.key)
+        if name is None:
+            yield ("query", i), (f"strategy {strategy.name} needs '{need.key}' ({need.why}): "
+                                 "the name of a training entry")
+        elif trains.get(name) != need.model:
+            known = [t for t, kind in trains.items() if kind == need.model]
+            yield ("query", i, need.key), (
+                f"no training entry named '{name}' that trains a {need.model} "
+                f"(known: {', '.join(known) or 'none'})")
 
 
 def _misplaced(path: tuple[Any, ...], item: Config, allowed: set[str], what: str

@@ -9,9 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from kgrag.errors import KgragError
 from kgrag.pipeline.graph_kinds import GRAPH_KINDS
 from kgrag.retrieval import STRATEGIES, fusion
-from kgrag.spec.declarations import NO_DEFAULT, GraphRef, Param, Strategy
+from kgrag.spec.declarations import NO_DEFAULT, GraphRef, Param, Strategy, TrainedRef
 from kgrag.spec.generate import generated_schema
 from kgrag.spec.references import prune_defaults, reference_problems
 from kgrag.spec.schema import SCHEMA, SCHEMA_PATH
@@ -85,6 +86,27 @@ def test_references_and_defaults_follow_a_declaration(toy):
     assert list(reference_problems(spec(named, graphs=graphs), spec(named, graphs=graphs))) == []
     pruned = prune_defaults(spec({**named, "top_k": None}))["query"][0]
     assert pruned == {**named, "depth": 2}  # top_k is naive's; depth's default is declared
+
+
+SCORED = Strategy("scored", "a strategy reading a trained model, declared in a test.", (
+    Param("scorer", {"type": "string"}, "the training entry whose model ranks."),),
+    Toy, lambda config: {"model": TrainedRef("scorer", "scorer", "scored ranks with it")})
+
+
+def test_a_strategy_names_a_training_entry_that_trains_its_kind_of_model(monkeypatch):
+    monkeypatch.setitem(STRATEGIES, "scored", SCORED)
+    base = {"name": "s", "strategy": "scored", "budget_tokens": 100}
+    training = [{"name": "ark", "method": "ark"}]
+    problems = [m for _, m in reference_problems(spec(base), spec(base))]
+    assert problems == [("strategy scored needs 'scorer' (scored ranks with it): the name of a "
+                        "training entry")]
+    named = {**base, "scorer": "ark"}  # ARK trains an embedder, not a scorer
+    filled = {**spec(named), "training": training}
+    assert [m for _, m in reference_problems(spec(named), filled)] == [
+        "no training entry named 'ark' that trains a scorer (known: none)"]
+    assert SCORED.inputs(named, {"ark": "ark_stage.ark"}) == {"model": "ark_stage.ark"}
+    with pytest.raises(KgragError, match="'scorer' must name a training entry"):
+        SCORED.inputs({**base, "scorer": "other"}, {"ark": "ark_stage.ark"})
 
 
 def test_graph_kinds_declare_what_their_builds_write():
