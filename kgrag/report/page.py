@@ -2,7 +2,7 @@
 
 Sections: metric bars and the results table per strategy; a sweep curve per swept
 parameter (budget, β, θ…); what each graph build cost, made and its degree
-distribution; every question with what each strategy retrieved and answered. The
+distribution; what each training entry cost; every question with what each strategy retrieved and answered. The
 plotly JavaScript is inlined once in the head and every figure draws from it, so
 the page reads nothing but itself: it opens offline, from disk or as a mail
 attachment.
@@ -19,7 +19,13 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from kgrag.eval.report import BUILD_COLUMNS, COLUMNS, format_cell, table_columns
+from kgrag.eval.report import (
+    BUILD_COLUMNS,
+    COLUMNS,
+    TRAINING_COLUMNS,
+    format_cell,
+    table_columns,
+)
 from kgrag.pipeline.artefacts import TEMP_PREFIX
 from kgrag.pipeline.graph_kinds import GRAPH_KINDS
 from kgrag.report.figures import (
@@ -75,6 +81,7 @@ def _page(run: RunFolder) -> str:
                  for key, figure in sweeps.items())
          or '<p class="muted">no swept parameter in this spec</p>'),
         ("builds", "Graph builds", _builds(run, builds)),
+        ("training", "Training", training_table(run.metrics.get("training", []))),
         ("questions", f"Questions ({run.metrics['n_questions']})",
          '<p class="muted">Click a question to open it.</p>' + drilldown(run)),
     ]
@@ -111,6 +118,13 @@ def _builds(run: RunFolder, builds: list[dict[str, Any]]) -> str:
             + "<h3>What each build made</h3>" + _figure(graph_sizes(builds), "graph-size")
             + "<h3>Degree distribution</h3>"
             + _figure(degree_distributions(degrees), "degrees"))
+
+
+def training_table(rows: list[dict[str, Any]]) -> str:
+    """Each training entry's cost, skips and stages, as the CLI prints them."""
+    if not rows:
+        return '<p class="muted">no training in this spec</p>'
+    return _table(rows, TRAINING_COLUMNS)
 
 
 def _figure(figure: go.Figure | None, name: str) -> str:

@@ -15,6 +15,7 @@ from kgrag.contents.metrics import read_metrics
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.pipeline.graph_kinds import GRAPH_KINDS
 from kgrag.report.figures import metric_bars, score_columns, sweep_curves
+from kgrag.report.page import training_table
 from kgrag.report.run_folder import RunFolder
 from kgrag.spec.declarations import step_name
 
@@ -85,3 +86,13 @@ def test_the_drilldown_shows_each_question_and_what_each_strategy_did(
     units = [page.index(f"<code>{escape(unit)}</code>") for unit in first["unit_ids"]]
     assert units == sorted(units)
     assert "<li class=gold>★ " in page
+
+
+def test_the_training_section_shows_each_entry_or_says_there_is_none(report_page: Path) -> None:
+    page = report_page.read_text().split('<section id="training">')[1].split("</section>")[0]
+    assert "no training in this spec" in page  # the fixture spec trains nothing
+    rows = [{"graph": "ark", "kind": "ark", "wall_s": 12.5, "stage1_loss": 0.42},
+            {"graph": "ark_s1", "kind": "ark", "wall_s": 3.0}]
+    table = training_table(rows)
+    assert table.count("<tr><td>") == 2 and "<th>stage1_loss</th>" in table
+    assert "<td>ark_s1</td>" in table and "<th>llm_calls</th>" not in table  # only columns held
