@@ -8,7 +8,7 @@ artefact) and hands the best to the LLM.
   SubgraphRAG triple scorer (``level: triple``) or the PNA entity scorer (``level:
   entity``, a triple scoring p(head) + p(tail)).
 
-Every one ranks up to ``depth`` triples (what ``recall@k`` reads: the evidence's ids are
+Every one ranks up to ``ranked`` triples (what ``recall@k`` reads: the evidence's ids are
 triple ids, the corpus's documents) and fills the context with the best triples whose flat
 rendering fits ``budget_tokens``, written flat (``(head, relation, tail)`` lines) or as
 ReG's reasoning chains (``context: chains``, ``kgrag.kg.chains``). A question with no topic
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 KG = {"kg": "kg"}
 PARAMS = (
-    Param("depth", {"type": "integer", "minimum": 1},
+    Param("ranked", {"type": "integer", "minimum": 1},
           "triples ranked per question (recall@k reads the first k).", default=200),
     Param("context", {"enum": ["flat", "chains"]},
           "how the retrieved triples reach the LLM: flat '(head, relation, tail)' lines, or "
@@ -66,7 +66,7 @@ class TripleStrategy:
         if not len(retrieval.triples):
             return Evidence([], [], "", 0, trace={"fallback": "no topic entity in the graph"})
         scores = self.scores(question, vector, retrieval)
-        order = np.argsort(-scores, kind="stable")[:self.config["depth"]]
+        order = np.argsort(-scores, kind="stable")[:self.config["ranked"]]
         ranked = [int(retrieval.triples[i]) for i in order]
         kept, used = [], 0
         for i in ranked:
