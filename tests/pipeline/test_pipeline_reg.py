@@ -86,7 +86,7 @@ def first_run(toy: Path):
 
 
 def test_the_plan_chunks_nothing_and_shares_supervision(first_run):
-    spec, (steps, _, _), _ = first_run
+    _, (steps, _, _), _ = first_run
     assert "chunks" not in steps and "dense" not in steps
     assert [s for s in steps if s.startswith(("supervise.", "refine."))] == [
         "supervise.weak", "refine.refined"]  # the other entries reuse them
@@ -119,7 +119,7 @@ def test_training_records_losses_and_refinement_outcomes(first_run):
 
 
 def test_strategies_rank_held_out_triples_and_answer_in_ans_lines(first_run):
-    spec, (steps, rows, _), llm = first_run
+    spec, (_, rows, _), llm = first_run
     session = api.open_session(spec)
     for name in ("cosine", "bm25", "reg-weak", "reg-chains", "reg-entity"):
         assert 0 <= rows[name]["recall@5"] <= 1 and rows[name]["recall@1"] <= rows[name][
