@@ -28,6 +28,7 @@ from kgrag.kg.chains import chain_context, flat_context
 from kgrag.retrieval.bm25 import Bm25Index
 from kgrag.retrieval.units import Evidence, Units
 from kgrag.spec.declarations import Param, Strategy, TrainedRef
+from kgrag.training.reg import load_scorer
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
@@ -116,8 +117,6 @@ class TrainedTriples(TripleStrategy):
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> TrainedTriples:
-        from kgrag.steps.reg import load_scorer
-
         return cls(KgIndex(artefacts["kg"]), config, resources,
                    load_scorer(config["level"], artefacts["retriever"]))
 

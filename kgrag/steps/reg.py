@@ -1,11 +1,10 @@
 """ReG's training steps (``kgrag.training.reg``): weak supervision and the candidate pool,
-LLM refinement, retriever training; and the step ``kg_index``'s reader for strategies.
+LLM refinement, retriever training.
 The methods live in ``kgrag.training`` and ``kgrag.kg``; these adapt them to the runner."""
 
 from __future__ import annotations
 
 import resource
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,13 +23,9 @@ from kgrag.errors import KgragError
 from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.steps.train import training_set
 from kgrag.training import refinement
-from kgrag.training.entity_scorer import (
-    EntityScorerSettings,
-    load_entity_scorer,
-    train_entity_scorer,
-)
+from kgrag.training.entity_scorer import EntityScorerSettings, train_entity_scorer
 from kgrag.training.supervision import path_text, supervise
-from kgrag.training.triple_scorer import ScorerSettings, load_triple_scorer, train_triple_scorer
+from kgrag.training.triple_scorer import ScorerSettings, train_triple_scorer
 
 
 def _stats(values: list[int]) -> dict[str, float]:
@@ -156,9 +151,3 @@ def reg_train(ctx: StepContext) -> None:
         parameters=report["parameters"], best_epoch=report["best_epoch"],
         first_loss=round(scorer.losses[0], 4), last_loss=round(scorer.losses[-1], 4),
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
-
-
-def load_scorer(level: str, folder: Path) -> Any:
-    """The trained retriever of a ``train`` step's artefact folder."""
-    load = load_triple_scorer if level == "triple" else load_entity_scorer
-    return load(model_dir(folder))

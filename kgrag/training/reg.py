@@ -17,7 +17,8 @@ All read the ``kg`` artefact (the embedded graph and every question's retrieval 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kgrag.spec.declarations import Config, Param, TrainingMethod, step_name
 from kgrag.training.split import split_of
@@ -50,6 +51,17 @@ def _build(level: str):
                                         "validation")}}
         return _add(plan, step_name("train", name), "reg_train", train, inputs).name
     return build
+
+
+def load_scorer(level: str, folder: Path) -> Any:
+    """The trained retriever in a ``train.<name>`` step's artefact folder (what a ``reg``
+    strategy reads), of ``level`` "triple" or "entity"."""
+    from kgrag.contents.training import model_dir
+    from kgrag.training.entity_scorer import load_entity_scorer
+    from kgrag.training.triple_scorer import load_triple_scorer
+
+    load = load_triple_scorer if level == "triple" else load_entity_scorer
+    return load(model_dir(folder))
 
 
 COMMON = (
