@@ -5,7 +5,8 @@ data, the shortest possible answer, and an explicit "Insufficient
 information." escape so a model is not pushed into guessing. One worked
 example shows the expected length, which small models need.
 
-Two lengths: ``short`` (the multi-hop benchmarks' entity answers) and ``long``
+Three lengths: ``list`` (KGQA: every answer on its own ``ans:`` line, ReG's and
+SubgraphRAG's format, read by the hit / F1 metrics), ``short`` (the multi-hop benchmarks' entity answers) and ``long``
 (HolisQA's few-sentence answers, scored by token F1 against a long gold answer:
 "two to four sentences", one worked example of that length, no stop at a line
 break).
@@ -51,11 +52,22 @@ LONG_EXAMPLE_ANSWER = (
     "deciduous species shed their leaves early in dry years. This shortens their growing "
     "season, so they grow less during a drought."
 )
+LIST_INSTRUCTION = (
+    "Answer the question using the knowledge-graph evidence. Write every answer on its own "
+    "line, prefixed 'ans:'; write only answers named in the evidence."
+)
+LIST_EXAMPLE_CONTEXT = (
+    "Chain 1. Lou Seal → [sports.mascot.team] → San Francisco Giants → "
+    "[sports.sports_team.championships] → 2010 World Series; 2012 World Series"
+)
+LIST_EXAMPLE_QUESTION = "Which championships did the team with the mascot Lou Seal win?"
+LIST_EXAMPLE_ANSWER = "ans: 2010 World Series\nans: 2012 World Series"
 LENGTHS = {
     "short": (INSTRUCTION, EXAMPLE_CONTEXT, EXAMPLE_QUESTION, EXAMPLE_ANSWER),
     "long": (LONG_INSTRUCTION, LONG_EXAMPLE_CONTEXT, LONG_EXAMPLE_QUESTION, LONG_EXAMPLE_ANSWER),
+    "list": (LIST_INSTRUCTION, LIST_EXAMPLE_CONTEXT, LIST_EXAMPLE_QUESTION, LIST_EXAMPLE_ANSWER),
 }
-DEFAULT_MAX_TOKENS = {"short": 32, "long": 160}
+DEFAULT_MAX_TOKENS = {"short": 32, "long": 160, "list": 64}
 
 
 def _turn(context: str, question: str) -> str:
@@ -94,6 +106,16 @@ def clean_long_answer(text: str) -> str:
     return " ".join(paragraph.split())
 
 
+def clean_answer_lines(text: str) -> str:
+    """The reply's leading ``ans:`` lines, one per line (the first other line ends them)."""
+    lines = []
+    for line in text.strip().splitlines():
+        if not line.strip().lower().startswith("ans:"):
+            break
+        lines.append("ans: " + line.strip()[4:].strip())
+    return "\n".join(lines)
+
+
 def answer(llm: CachedLLM, context: str, question: str, *, max_tokens: int | None, style: str,
            length: str = "short") -> tuple[str, Completion]:
     """The cleaned answer and the completion it came from (for token accounting)."""
@@ -105,5 +127,5 @@ def answer(llm: CachedLLM, context: str, question: str, *, max_tokens: int | Non
     else:
         completion = llm.complete(completion_prompt(context, question, length),
                                   max_tokens=max_tokens, stop=stop)
-    clean = clean_answer if length == "short" else clean_long_answer
+    clean = {"short": clean_answer, "long": clean_long_answer, "list": clean_answer_lines}[length]
     return clean(completion.text), completion

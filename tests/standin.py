@@ -28,13 +28,15 @@ class RuleLLM:
     """Answers by the request's shape; counts its calls by kind."""
 
     def __init__(self, *, summaries_parse: bool = True, gate: str = "yes",
-                 relate: str = "pair", augment_parse: bool = True) -> None:
+                 relate: str = "pair", augment_parse: bool = True,
+                 refine_parse: bool = True) -> None:
         """``relate``: hybrid triples join the first two entities offered ("pair"), the
         first with itself ("self") or do not parse ("broken"). ``augment_parse``: ARK's
-        confusing questions parse, or never do."""
+        confusing questions parse, or never do. ``refine_parse``: ReG's refinement
+        selects the first path shown, or replies with nothing parseable."""
         self.calls: list[str] = []
         self.summaries_parse, self.gate, self.relate = summaries_parse, gate, relate
-        self.augment_parse = augment_parse
+        self.augment_parse, self.refine_parse = augment_parse, refine_parse
 
     def logprob(self, request: dict) -> dict:
         """ARK's alignment scores: the share of the target's words the context holds,
@@ -74,6 +76,8 @@ class RuleLLM:
             text = (json.dumps({"title": " and ".join(names[:2]),
                                 "summary": "These entities are studied together: "
                                 + ", ".join(names)}) if self.summaries_parse else "{")
+        elif request.get("grammar") and "ans: Path" in request["grammar"]:
+            kind, text = "refine", "ans: Path 0\n" if self.refine_parse else "Path zero."
         elif request.get("grammar"):
             kind, text = "gate", self.gate
         elif "precise" in props:
@@ -84,6 +88,10 @@ class RuleLLM:
             if "ct_precise" in props:
                 body |= {"ct_precise": [], "p_answer": "a guess"}
             text = json.dumps(body)
+        elif "prefixed 'ans:'" in prompt:  # KGQA: the tails of the first two triples
+            context = prompt.rsplit("Context:\n", 1)[1]
+            tails = re.findall(r"\(.+?, .+?, (.+?)\)$", context, flags=re.MULTILINE)[:2]
+            kind, text = "answer", "\n".join(f"ans: {t}" for t in tails) or "ans: none"
         else:
             kind, text = "answer", "An answer from the evidence."
         self.calls.append(kind)

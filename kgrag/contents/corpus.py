@@ -13,11 +13,14 @@ from pathlib import Path
 import polars as pl
 
 from kgrag.corpus.corpus import Corpus
+from kgrag.errors import KgragError
 
 DOCUMENTS = "documents.parquet"
 QUESTIONS = "questions.parquet"
 SENTENCES = "sentences.parquet"
 TRIPLES = "triples.parquet"
+KG = "kg.parquet"  # a knowledge-graph corpus's triples, and its questions' topic entities
+TOPICS = "topics.parquet"
 
 
 def write_corpus(folder: Path, corpus: Corpus) -> None:
@@ -25,6 +28,9 @@ def write_corpus(folder: Path, corpus: Corpus) -> None:
     corpus.questions.write_parquet(folder / QUESTIONS)
     corpus.sentences.write_parquet(folder / SENTENCES)
     corpus.triples.write_parquet(folder / TRIPLES)
+    if not corpus.kg.is_empty():  # only a KGQA corpus has them
+        corpus.kg.write_parquet(folder / KG)
+        corpus.topics.write_parquet(folder / TOPICS)
 
 
 def read_documents(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:
@@ -47,3 +53,11 @@ def read_triples(folder: Path) -> pl.DataFrame | None:
     """The gold triples, or None for a corpus artefact written before they were kept."""
     path = folder / TRIPLES
     return pl.read_parquet(path) if path.exists() else None
+
+
+def read_kg(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A knowledge-graph corpus's triples and its questions' topic entities."""
+    if not (folder / KG).exists():
+        raise KgragError(f"{folder.name}: this corpus has no knowledge graph; a triple "
+                         "strategy or ReG training needs a KGQA corpus (dataset: kgqa)")
+    return pl.read_parquet(folder / KG), pl.read_parquet(folder / TOPICS)

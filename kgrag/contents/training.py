@@ -44,3 +44,34 @@ def read_losses(folder: Path) -> pl.DataFrame:
 
 def model_dir(folder: Path) -> Path:
     return folder / MODEL
+
+
+# ReG (``kgrag.training.reg``): the supervise step's weak labels and candidate pool, the
+# refine step's positives. Triples are row numbers of the kg artefact's triples.
+SUPERVISION = "supervision.parquet"
+CANDIDATES = "candidates.parquet"
+REFINED = "refined.parquet"
+
+
+def write_supervision(folder: Path, rows: list[dict], candidates: list[dict]) -> None:
+    pl.DataFrame(rows, schema={"question_id": pl.String, "weak": pl.List(pl.Int64),
+                               "answer": pl.String, "pool_before": pl.Int64,
+                               "pool_after": pl.Int64}).write_parquet(folder / SUPERVISION)
+    pl.DataFrame(candidates, schema={"question_id": pl.String, "candidate": pl.Int64,
+                                     "source": pl.String, "path": pl.List(pl.Int64),
+                                     "members": pl.List(pl.Int64)}
+                 ).write_parquet(folder / CANDIDATES)
+
+
+def read_supervision(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    return pl.read_parquet(folder / SUPERVISION), pl.read_parquet(folder / CANDIDATES)
+
+
+def write_refined(folder: Path, rows: list[dict]) -> None:
+    pl.DataFrame(rows, schema={"question_id": pl.String, "positives": pl.List(pl.Int64),
+                               "selected": pl.List(pl.Int64), "outcome": pl.String}
+                 ).write_parquet(folder / REFINED)
+
+
+def read_refined(folder: Path) -> pl.DataFrame:
+    return pl.read_parquet(folder / REFINED)

@@ -45,6 +45,18 @@ TRIPLE_SCHEMA: dict[str, pl.DataType] = {
     "object": pl.String(),
 }
 
+KG_SCHEMA: dict[str, pl.DataType] = {
+    "triple_id": pl.String(),
+    "head": pl.String(),
+    "relation": pl.String(),
+    "tail": pl.String(),
+}
+
+TOPIC_SCHEMA: dict[str, pl.DataType] = {
+    "question_id": pl.String(),
+    "entity": pl.String(),
+}
+
 
 def make_doc_id(title: str, text: str) -> str:
     """Derive a document id from its content.
@@ -81,6 +93,16 @@ def empty_triples() -> pl.DataFrame:
     return pl.DataFrame(schema=TRIPLE_SCHEMA)
 
 
+def empty_kg() -> pl.DataFrame:
+    """A knowledge-graph frame with no rows: every corpus but a KGQA one."""
+    return pl.DataFrame(schema=KG_SCHEMA)
+
+
+def empty_topics() -> pl.DataFrame:
+    """A topic-entities frame with no rows: every corpus but a KGQA one."""
+    return pl.DataFrame(schema=TOPIC_SCHEMA)
+
+
 @dataclass(frozen=True)
 class Corpus:
     """Documents to index plus the questions (possibly none) to evaluate.
@@ -97,9 +119,15 @@ class Corpus:
     mention it. ``triples`` has columns ``question_id``, ``subject``,
     ``relation``, ``object``: the gold facts a question rests on, as the
     dataset names them (the benchmark of extraction methods); empty by default.
+    A knowledge-graph corpus (KGQA) also has ``kg``, its triples (``triple_id``,
+    ``head``, ``relation``, ``tail``; the documents are the same triples as text, so a
+    question's ``supporting_doc_ids`` are its gold triples' ids), and ``topics``, each
+    question's topic entities (``question_id``, ``entity``); both empty otherwise.
     """
 
     documents: pl.DataFrame
     questions: pl.DataFrame
     sentences: pl.DataFrame = field(default_factory=empty_sentences)
     triples: pl.DataFrame = field(default_factory=empty_triples)
+    kg: pl.DataFrame = field(default_factory=empty_kg)
+    topics: pl.DataFrame = field(default_factory=empty_topics)

@@ -16,6 +16,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -97,3 +98,61 @@ def context_recall(retrieved_spans: Sequence[Span], gold_spans: Sequence[Span]) 
 
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else float("nan")
+
+
+# KGQA answers (ReG, SubgraphRAG): the predictions are the reply's lines holding "ans:",
+# each the text after it; a prediction matches a gold answer when the normalised gold is a
+# substring of the normalised prediction (SubgraphRAG's evaluation code).
+
+
+def answer_lines(reply: str) -> list[str]:
+    """The predictions of an ``ans:``-lines reply, in order."""
+    return [line.split("ans:", 1)[1].strip() for line in reply.splitlines() if "ans:" in line]
+
+
+def _matches(prediction: str, gold: str) -> bool:
+    target = normalize_answer(gold)
+    return bool(target) and target in normalize_answer(prediction)
+
+
+def hit(predictions: Sequence[str], golds: Sequence[str], k: int | None = None) -> float:
+    """1.0 when one of the first ``k`` predictions (all: None) matches a gold answer."""
+    return float(any(_matches(p, g) for p in predictions[:k] for g in golds))
+
+
+@dataclass(frozen=True)
+class AnswerCounts:
+    """One question's counts for F1: predictions that match a gold answer, gold answers
+    that the predictions (joined) match, and how many of each there are."""
+
+    correct: int
+    predicted: int
+    recalled: int
+    gold: int
+
+    @classmethod
+    def of(cls, predictions: Sequence[str], golds: Sequence[str]) -> AnswerCounts:
+        joined = " ".join(predictions)
+        return cls(sum(any(_matches(p, g) for g in golds) for p in predictions),
+                   len(predictions), sum(_matches(joined, g) for g in golds), len(golds))
+
+    def f1(self) -> float:
+        """Per-question F1 (0 without predictions), what Macro-F1 averages."""
+        return _harmonic(self.correct / self.predicted if self.predicted else 0.0,
+                         self.recalled / self.gold if self.gold else 0.0)
+
+
+def micro_f1(counts: Sequence[AnswerCounts]) -> float:
+    """F1 of the precision and recall of the summed counts."""
+    predicted, gold = sum(c.predicted for c in counts), sum(c.gold for c in counts)
+    return _harmonic(sum(c.correct for c in counts) / predicted if predicted else 0.0,
+                     sum(c.recalled for c in counts) / gold if gold else 0.0)
+
+
+def _harmonic(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def answer_coverage(context: str, golds: Sequence[str]) -> float:
+    """The share of gold answers the context names (each as ``covers`` finds it)."""
+    return sum(covers(context, [g]) for g in golds) / len(golds) if golds else 0.0

@@ -20,7 +20,19 @@ import polars as pl
 from kgrag.errors import KgragError
 from kgrag.eval.builds import extraction_figures
 from kgrag.eval.gold import gold_scores
-from kgrag.eval.metrics import Span, context_recall, covers, exact_match, f1_score, recall_at_k
+from kgrag.eval.metrics import (
+    AnswerCounts,
+    Span,
+    answer_coverage,
+    answer_lines,
+    context_recall,
+    covers,
+    exact_match,
+    f1_score,
+    hit,
+    micro_f1,
+    recall_at_k,
+)
 
 Reads = Literal["answers", "context", "documents", "spans", "extraction"]
 """What a metric reads besides the questions: the generated answers; the retrieved
@@ -169,6 +181,40 @@ def _context_recall(run: StrategyRun) -> float | None:
         if value is not None:
             values.append(value)
     return _mean(values)
+
+
+@metric("hit", "answers")
+def _hit(run: StrategyRun) -> float | None:
+    """A gold answer in any ``ans:`` line (KGQA)."""
+    return _mean([hit(answer_lines(a), g) for a, g in run.answered])
+
+
+@metric("hit@", "answers")
+def _hit_at(run: StrategyRun, k: int) -> float | None:
+    """A gold answer in one of the first k ``ans:`` lines (hit@1: the first)."""
+    return _mean([hit(answer_lines(a), g, k) for a, g in run.answered])
+
+
+@metric("macro_f1", "answers")
+def _macro_f1(run: StrategyRun) -> float | None:
+    """The mean per-question F1 of the ``ans:`` lines against the gold answers."""
+    return _mean([AnswerCounts.of(answer_lines(a), g).f1() for a, g in run.answered])
+
+
+@metric("micro_f1", "answers")
+def _micro_f1(run: StrategyRun) -> float | None:
+    """F1 over the counts summed across the questions."""
+    if not run.answered:
+        return None
+    return round(micro_f1([AnswerCounts.of(answer_lines(a), g) for a, g in run.answered]), 4)
+
+
+@metric("answer_coverage", "context")
+def _answer_coverage(run: StrategyRun) -> float | None:
+    """The mean share of a question's gold answers that its context names (for KGQA:
+    the answer entities among the retrieved triples handed to the LLM)."""
+    return _mean([answer_coverage(c, g) for c, g in zip(run.table["context"],
+                                                        run.table["answers"].to_list())])
 
 
 @metric("extraction", "extraction")

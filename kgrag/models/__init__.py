@@ -21,9 +21,11 @@ from kgrag.models.usage import Usage
 # makes retrieval-time calls (HugRAG's causal filter); the extraction LLM
 # (``extraction.model``, else ``models.llm``) makes every knowledge-building call.
 # ARK's alignment scores are the answering LLM's log-probabilities ("scorer"); its
-# confusing questions are knowledge-building work ("augmenter").
+# confusing questions are knowledge-building work ("augmenter"), and so is ReG's
+# refinement of weak supervision ("refiner").
 ROLES = {"answerer": "llm", "filter": "llm", "scorer": "llm", "extractor": "extraction",
          "summariser": "extraction", "judge": "extraction", "augmenter": "extraction",
+         "refiner": "extraction",
          "embedder": "embedder"}
 
 

@@ -41,6 +41,7 @@ from kgrag.spec.declarations import (
 from kgrag.training import TRAINING_METHODS
 from kgrag.training.split import split_of
 
+KG_HOPS = 2  # a KGQA question's retrieval graph: this many hops around its topic entities
 DENSE = "dense"  # the dense index of chunks; ``dense.<embedder>`` for a strategy's own
 
 
@@ -55,9 +56,17 @@ def reads_chunks(spec: Spec) -> bool:
     graph build does, so does a strategy whose evidence is chunks (every text strategy)
     and a metric that compares chunk spans with gold sentences. A strategy over a
     knowledge graph's triples needs none of them."""
-    return (bool(spec.graphs) or bool(spec.training)
+    return (bool(spec.graphs)
+            or any(TRAINING_METHODS[t["method"]].evidence == "chunks" for t in spec.training)
             or any(STRATEGIES[q["strategy"]].evidence == "chunks" for q in spec.query)
             or any(lookup(name)[0].reads == "spans" for name in spec.evaluate["metrics"]))
+
+
+def reads_triples(spec: Spec) -> bool:
+    """Whether a strategy or a training entry reads a knowledge graph's triples, so the
+    plan embeds the graph and every question's retrieval graph (step ``kg``)."""
+    return (any(STRATEGIES[q["strategy"]].evidence == "triples" for q in spec.query)
+            or any(TRAINING_METHODS[t["method"]].evidence == "triples" for t in spec.training))
 
 
 def source_sha256(path: Path, what: str = "corpus path") -> str:
@@ -90,6 +99,10 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     llm = {"sha256": models.model("answerer").sha256,
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
     env = _build_env(spec, models, llm)
+    if reads_triples(spec):
+        plan.add("kg", "kg_index", {"embedder": models.model("embedder").sha256,
+                                    "hops": spec.corpus.get("hops", KG_HOPS)},
+                 {"corpus": "corpus"})
     trainings, held_out, trained = _add_training(plan, spec, models, env, llm)
     embedder = models.model("embedder").sha256
     graph_variants, builds = _add_graphs(plan, spec, dataclasses.replace(env, embedder=embedder))

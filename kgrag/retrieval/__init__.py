@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgrag.corpus.tokenizer import Tokenizer
-from kgrag.retrieval import bm25, fusion, hugrag, hybrid, ket, knng, naive, ppr
+from kgrag.retrieval import bm25, fusion, hugrag, hybrid, ket, knng, naive, ppr, triples
 from kgrag.retrieval.units import Units
 from kgrag.spec.declarations import Strategy
 
@@ -33,7 +33,8 @@ class Resources:
 
 STRATEGIES: dict[str, Strategy] = {
     module.DECLARATION.name: module.DECLARATION
-    for module in (naive, ket, knng, hybrid, hugrag, bm25, fusion, ppr)}
+    for module in (naive, ket, knng, hybrid, hugrag, bm25, fusion, ppr)} | {
+    declared.name: declared for declared in triples.DECLARATIONS}
 # Strategies whose class ranks chunks, so ``fusion`` can fuse them; not fusion itself,
 # whose members compile resolves one level deep.
 fusion.RANKERS.update({name: declared for name, declared in STRATEGIES.items()

@@ -211,7 +211,9 @@ class TrainingMethod:
     and ``trains``, what that model is. An "embedder" (ARK's; ``model/`` in
     sentence-transformers' save format) is nameable by identity wherever an embedder is
     (each model step, as ARK's curriculum stages); any other model is read by the
-    strategies that name the entry through a ``TrainedRef`` of that kind."""
+    strategies that name the entry through a ``TrainedRef`` of that kind. ``evidence``
+    is what it trains on: "chunks" (the plan chunks the corpus) or the triples of a
+    knowledge-graph corpus (``Strategy.evidence``)."""
 
     name: str
     summary: str
@@ -219,6 +221,7 @@ class TrainingMethod:
     build: Callable[..., str]
     model_kind: str
     trains: str = "embedder"
+    evidence: str = "chunks"
 
 
 def param_names(params: tuple[Param, ...]) -> set[str]:

@@ -93,8 +93,11 @@ def _training_problems(raw: Config, filled: Config) -> Iterator[Problem]:
 
 def prune_defaults(filled: Config) -> Config:
     """Drop the defaults the schema filled in for parameters that do not apply to an
-    item's kind or strategy, and the ``off`` values, so configs (and fingerprints) carry
-    only what an item uses; fill the defaults that differ by strategy (θ)."""
+    item's kind, strategy or training method, and the ``off`` values, so configs (and
+    fingerprints) carry only what an item uses; fill the defaults that differ by strategy
+    (θ) or method (a seed)."""
+    from kgrag.training import TRAINING_METHODS
+
     strategies, graph_kinds, _ = declared()
     graphs = [{k: v for k, v in g.items()
                if k in param_names(graph_kinds[g["kind"]].params) | COMMON_GRAPH}
@@ -107,7 +110,14 @@ def prune_defaults(filled: Config) -> Config:
                  if k in param_names(params) | COMMON_STRATEGY
                  and not (k in off and v == off[k])}
         query.append(with_defaults(entry, params))
-    return {**filled, "graphs": graphs, "query": query}
+    training = []
+    for t in filled.get("training", []):
+        params = TRAINING_METHODS[t["method"]].params
+        training.append(with_defaults({k: v for k, v in t.items()
+                                       if k in param_names(params) | {"name", "method"}},
+                                      params))
+    return {**filled, "graphs": graphs, "query": query,
+            **({"training": training} if "training" in filled else {})}
 
 
 def with_defaults(entry: Config, params: tuple[Param, ...]) -> Config:

@@ -11,6 +11,8 @@ from kgrag.steps import (
     dense,
     evaluate,
     hierarchy,
+    kg,
+    reg,
     retrieve,
     skeleton,
     train,
@@ -21,4 +23,5 @@ KINDS: dict[str, StepKind] = {kind.name: kind for kind in (
     skeleton.core, skeleton.extract_core, skeleton.skeleton, bipartite.bipartite,
     hierarchy.build_hierarchy, hierarchy.summarise, hierarchy.gates,
     train.ark_align, train.ark_augment, train.ark_stage,
+    kg.kg_index, reg.reg_supervise, reg.reg_refine, reg.reg_train,
     retrieve.retrieve, answer.answer_questions, evaluate.evaluate)}

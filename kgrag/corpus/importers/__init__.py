@@ -10,7 +10,8 @@ The modules follow the shapes: ``records`` holds what importers share (strict
 JSON Lines reading with file:line errors, question selection, answer cleaning,
 document deduplication), ``multihop`` the multi-hop benchmarks (MuSiQue,
 HotpotQA, 2Wiki, whose gold facts fill ``Corpus.triples``), ``holisqa`` HolisQA
-(sentence-level gold in ``Corpus.sentences``), and ``documents`` the plain
+(sentence-level gold in ``Corpus.sentences``), and ``kgqa`` question answering over a knowledge graph (the corpus is triples:
+``Corpus.kg``), ``documents`` the plain
 corpora (``jsonl``, ``text``), which have questions when the spec names a
 ``questions_file`` of the user's own.
 """
@@ -25,6 +26,7 @@ from typing import Any
 from kgrag.corpus.corpus import Corpus
 from kgrag.corpus.importers.documents import import_jsonl, import_text
 from kgrag.corpus.importers.holisqa import import_holisqa
+from kgrag.corpus.importers.kgqa import import_kgqa
 from kgrag.corpus.importers.multihop import import_2wiki, import_hotpotqa, import_musique
 from kgrag.errors import KgragError
 from kgrag.spec.model import resolve_path
@@ -46,6 +48,7 @@ IMPORTERS: dict[str, Dataset] = {
     "hotpotqa": Dataset(import_hotpotqa, questions=True),
     "2wiki": Dataset(import_2wiki, questions=True),
     "holisqa": Dataset(import_holisqa, questions=True),
+    "kgqa": Dataset(import_kgqa, questions=True),
     "jsonl": Dataset(import_jsonl, questions=False),
     "text": Dataset(import_text, questions=False),
 }

@@ -1,0 +1,116 @@
+"""ReG (Zou et al.): graph retrievers trained on LLM-refined supervision.
+
+Two methods, one per retriever: ``reg_triple`` trains SubgraphRAG's triple scorer (DDE +
+MLP, ``triple_scorer``), ``reg_entity`` a PNA entity scorer (``entity_scorer``). An entry
+compiles to these steps, shared by fingerprint between entries that agree on them (so a
+weak and a refined entry, or a triple and an entity entry, supervise once):
+
+``supervise.<name>``  the split, each training question's weak labels (shortest paths
+                      topic ↔ answer) and merged candidate pool (``supervision``);
+``refine.<name>``     the LLM's choice among the candidates (``refinement``), for the
+                      first ``refine_questions`` supervised questions (labels: refined);
+``train.<name>``      the retriever trained on the weak or the refined positives; its
+                      model and loss curve are the artefact a ``reg`` strategy reads.
+
+All read the ``kg`` artefact (the embedded graph and every question's retrieval graph).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kgrag.spec.declarations import Config, Param, TrainingMethod, step_name
+from kgrag.training.split import split_of
+
+if TYPE_CHECKING:
+    from kgrag.pipeline.plan import Plan
+
+
+def _add(plan: Plan, name: str, kind: str, config: Config, inputs: dict[str, str]):
+    """A step, or the plan's step it repeats (same fingerprint): entries share steps."""
+    step = plan.step(name, kind, config, inputs)
+    same = [s for s in plan.steps if s.fingerprint == step.fingerprint]
+    return same[0] if same else plan.append(step)
+
+
+def _build(level: str):
+    def build(plan: Plan, name: str, cfg: Config, env) -> str:
+        supervise = _add(plan, step_name("supervise", name), "reg_supervise",
+                         {"split": split_of(cfg), "max_questions": cfg["max_questions"]},
+                         {"corpus": "corpus", "kg": "kg"})
+        inputs = {"corpus": "corpus", "kg": "kg", "supervise": supervise.name}
+        if cfg["labels"] == "refined":
+            refine = _add(plan, step_name("refine", name), "reg_refine", {
+                "refiner": env.llm_work, "refine_questions": cfg["refine_questions"],
+                "max_paths": cfg["max_paths"]}, inputs)
+            inputs = {**inputs, "refine": refine.name}
+        train = {"level": level, "labels": cfg["labels"],
+                 "epochs": cfg["training_epochs"],
+                 **{k: cfg[k] for k in ("learning_rate", "hidden", "seed",
+                                        "validation")}}
+        return _add(plan, step_name("train", name), "reg_train", train, inputs).name
+    return build
+
+
+def load_scorer(level: str, folder: Path) -> Any:
+    """The trained retriever in a ``train.<name>`` step's artefact folder (what a ``reg``
+    strategy reads), of ``level`` "triple" or "entity"."""
+    from kgrag.contents.training import model_dir
+    from kgrag.training.entity_scorer import load_entity_scorer
+    from kgrag.training.triple_scorer import load_triple_scorer
+
+    load = load_triple_scorer if level == "triple" else load_entity_scorer
+    return load(model_dir(folder))
+
+
+COMMON = (
+    Param("train_fraction", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+          "share of the corpus's questions that train (by a seeded hash of their ids); "
+          "every retrieve step of the spec skips them, so no evaluated question was "
+          "trained on.", default=0.5),
+    Param("split_seed", {"type": "integer", "minimum": 0}, "seed of the split.", default=0),
+    Param("max_questions", {"type": ["integer", "null"], "minimum": 1},
+          "train on at most this many of the training questions (a sample, for quick "
+          "runs); null: all of them.", default=None),
+    Param("labels", {"enum": ["weak", "refined"]},
+          "the positives trained on: weak (triples on the shortest topic-answer paths) or "
+          "refined (the triples of the candidate paths the LLM selects; weak where it "
+          "selects nothing parseable or the question is beyond refine_questions).",
+          default="refined"),
+    Param("refine_questions", {"type": "integer", "minimum": 1},
+          "refine at most this many supervised questions (the first, in corpus order): one "
+          "LLM call each, the slow part on a CPU.", default=40),
+    Param("max_paths", {"type": "integer", "minimum": 1, "maximum": 50},
+          "candidate paths shown to the LLM per question (shortest paths first, then the "
+          "topic and answer neighbourhoods).", default=8),
+    Param("learning_rate", {"type": "number", "exclusiveMinimum": 0}, "Adam learning rate.",
+          default=1e-3),
+    Param("validation", {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+          "share of the supervised questions kept for checkpoint selection (recall@100 of "
+          "their positives, by epoch); 0: the last epoch's weights, as ReG trains a fixed "
+          "number of epochs (on small retrieval graphs recall@100 saturates within an "
+          "epoch or two, so selecting on it keeps an undertrained model).", default=0.0),
+    Param("seed", {"type": "integer", "minimum": 0}, "seed of initialisation and shuffling.",
+          default=42),
+)
+
+TRIPLE = TrainingMethod("reg_triple", "ReG@Triple: SubgraphRAG's triple scorer (directional "
+                        "distance encoding + MLP) trained by BCE on weak or LLM-refined "
+                        "triple labels of KGQA questions.", (
+    *COMMON,
+    Param("training_epochs", {"type": "integer", "minimum": 1}, "training epochs (ReG: 80).",
+          default=80),
+    Param("hidden", {"type": ["integer", "null"], "minimum": 1},
+          "hidden width; null: the embedding size (SubgraphRAG's MLP).", default=None)),
+    _build("triple"), "reg_train", trains="triple_scorer", evidence="triples")
+
+ENTITY = TrainingMethod("reg_entity", "ReG@Entity: a PNA GNN (torch-geometric) scoring "
+                        "entities, trained by BCE on the entities of weak or LLM-refined "
+                        "triple labels; a triple scores p(head) + p(tail).", (
+    *COMMON,
+    Param("training_epochs", {"type": "integer", "minimum": 1}, "training epochs (ReG: 80).",
+          default=80),
+    Param("hidden", {"type": ["integer", "null"], "minimum": 1},
+          "hidden width of the PNA layers; null: the embedding size.", default=None)),
+    _build("entity"), "reg_train", trains="entity_scorer", evidence="triples")

@@ -1,0 +1,266 @@
+"""ReG@Triple's retriever: SubgraphRAG's triple scorer (Li et al. 2024), Directional Distance
+Encoding (DDE) followed by an MLP, trained by binary cross-entropy over every triple of a
+question graph (ReG Eq. 33), on the CPU over precomputed text embeddings.
+
+Each entity's positional encoding is its topic one-hot (2 columns, as SubgraphRAG's code:
+``[not topic, topic]``) followed by the DDE features: the one-hot propagated by
+parameter-free mean aggregation over incoming edges for 2 rounds along the triples' direction
+(head → tail) and 2 rounds against it, every round's result concatenated (10 columns in
+all). An entity without text shares one learned embedding. Triple τ = (h, r, t) is scored by
+Linear(in → d) → ReLU → Linear(d → 1) over concat[q, h ⊕ PE(h), r, t ⊕ PE(t)], d the
+embedding size by default. The first layer is evaluated block by block (question once,
+entities and relations once each, then gathered per triple): the same function as the
+concatenation, without materialising an (n_t, 4d + 20) input.
+
+Training (shared with the entity scorer, kgrag/training/entity_scorer.py): Adam, one question
+graph per step, graphs shuffled each epoch by a seeded generator after seeded
+initialisation, so the same graphs and seed give the same losses on one machine. Graphs
+without a positive label are skipped and counted. With validation graphs, the kept weights
+are those of the epoch with the best mean recall@100 of positive triples over the
+validation graphs that have one (first such epoch on ties); without, the last epoch's.
+ReG trains a fixed number of epochs and keeps the best validation checkpoint; so does this.
+
+Saved as ``scorer.json`` (kind, sizes, settings and the training report) beside
+``scorer.pt`` (the state dict), loadable without the training data.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kgrag.errors import KgragError
+from kgrag.training.question_graph import QuestionGraph
+
+RECALL_AT = 100
+DDE_ROUNDS = 2
+DDE_REVERSE_ROUNDS = 2
+PE_SIZE = 2 * (1 + DDE_ROUNDS + DDE_REVERSE_ROUNDS)
+CONFIG, WEIGHTS = "scorer.json", "scorer.pt"
+
+
+@dataclass(frozen=True)
+class ScorerSettings:
+    epochs: int
+    lr: float = 1e-3
+    hidden: int | None = None   # None: the embedding size
+    seed: int = 42
+
+
+class TrainedScorer:
+    """A trained graph retriever: ``scores(graph)`` gives one relevance score per triple
+    (higher = more relevant); ``report`` holds the training record (losses, mean loss per
+    epoch; validation_recall per epoch; best_epoch, 1-based; epochs_run; skipped, the
+    training graphs without a positive label; questions trained on; parameters)."""
+
+    def __init__(self, kind: str, module, config: dict, report: dict):
+        self.kind, self.module, self.config, self.report = kind, module, config, report
+        module.net.eval()
+
+    @property
+    def losses(self) -> list[float]:
+        return self.report["losses"]
+
+    @property
+    def best_epoch(self) -> int:
+        return self.report["best_epoch"]
+
+    def scores(self, graph: QuestionGraph) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            return self.module.triple_scores(self.module.inputs(graph)).numpy()
+
+    def save(self, folder: Path) -> None:
+        import torch
+
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.save(self.module.net.state_dict(), folder / WEIGHTS)
+        (folder / CONFIG).write_text(json.dumps(
+            {"kind": self.kind, **self.config, "report": self.report}, indent=1))
+
+
+def train_triple_scorer(graphs: Sequence[QuestionGraph], settings: ScorerSettings,
+                        validation: Sequence[QuestionGraph] = (),
+                        progress=lambda steps, total: steps) -> TrainedScorer:
+    import torch
+
+    dim = embedding_size(graphs)
+    config = {"dim": dim, "hidden": settings.hidden or dim, "settings": asdict(settings)}
+    torch.manual_seed(settings.seed)
+    module = TripleScorer(dim, config["hidden"])
+    return fit("triple", module, config, graphs, settings, validation, progress)
+
+
+def load_triple_scorer(folder: Path) -> TrainedScorer:
+    return load(folder, "triple", lambda c: TripleScorer(c["dim"], c["hidden"]))
+
+
+def dde(topic: np.ndarray | Sequence[int], head, tail, entities: int):
+    """The topic one-hot and its DDE rounds, (entities, PE_SIZE): a tensor."""
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.utils import scatter
+
+    head, tail = torch.as_tensor(head, dtype=torch.long), torch.as_tensor(tail, dtype=torch.long)
+    mask = torch.zeros(entities, dtype=torch.long)
+    mask[torch.as_tensor(topic, dtype=torch.long)] = 1
+    one_hot = F.one_hot(mask, 2).float()
+    rounds = [one_hot]
+    for source, target, count in ((head, tail, DDE_ROUNDS), (tail, head, DDE_REVERSE_ROUNDS)):
+        x = one_hot
+        for _ in range(count):
+            x = scatter(x[source], target, dim=0, dim_size=entities, reduce="mean")
+            rounds.append(x)
+    return torch.cat(rounds, dim=1)
+
+
+class GraphTensors:
+    """One question graph as tensors (what both scorers read), built once per graph."""
+
+    def __init__(self, graph: QuestionGraph, dim: int):
+        import torch
+
+        graph.check()
+        if graph.question.shape[-1] != dim:
+            raise KgragError(f"question graph embeddings have size {graph.question.shape[-1]}"
+                             f" but the scorer was trained on size {dim}: use the same"
+                             f" embedding model for training and retrieval")
+        if graph.triples == 0:
+            raise KgragError("a question graph has no triples (no edges): nothing to score;"
+                             " leave such questions out before scoring")
+        self.question = torch.from_numpy(np.asarray(graph.question, dtype=np.float32))
+        self.entities = torch.from_numpy(np.asarray(graph.entities, dtype=np.float32))
+        self.textless = torch.from_numpy(np.asarray(graph.textless, dtype=bool))
+        self.relations = torch.from_numpy(np.asarray(graph.relations, dtype=np.float32))
+        self.head, self.relation, self.tail = (
+            torch.from_numpy(np.asarray(a, dtype=np.int64))
+            for a in (graph.head, graph.relation, graph.tail))
+        self.topic = graph.topic
+        self.labels = (None if graph.labels is None
+                       else torch.from_numpy(np.asarray(graph.labels, dtype=np.float32)))
+
+
+def textual_entities(inputs: GraphTensors, shared):
+    """Entity embeddings with every textless entity's replaced by the shared one."""
+    import torch
+
+    return torch.where(inputs.textless[:, None], shared.weight.expand_as(inputs.entities),
+                       inputs.entities)
+
+
+class TripleScorer:
+    """The DDE + MLP scorer; its weights are ``net``, a torch ModuleDict."""
+
+    def __init__(self, dim: int, hidden: int):
+        import torch
+
+        self.dim = dim
+        self.net = torch.nn.ModuleDict({
+            "textless": torch.nn.Embedding(1, dim),
+            "first": torch.nn.Linear(4 * dim + 2 * PE_SIZE, hidden),
+            "second": torch.nn.Linear(hidden, 1)})
+
+    def inputs(self, graph: QuestionGraph) -> GraphTensors:
+        inputs = GraphTensors(graph, self.dim)
+        inputs.pe = dde(inputs.topic, inputs.head, inputs.tail, len(inputs.entities))
+        return inputs
+
+    def logits(self, inputs: GraphTensors):
+        import torch
+
+        d, first = self.dim, self.net["first"]
+        wq, wh, wr, wt = first.weight.split([d, d + PE_SIZE, d, d + PE_SIZE], dim=1)
+        entities = torch.cat([textual_entities(inputs, self.net["textless"]), inputs.pe], dim=1)
+        hidden = (inputs.question @ wq.T + first.bias
+                  + (entities @ wh.T)[inputs.head] + (inputs.relations @ wr.T)[inputs.relation]
+                  + (entities @ wt.T)[inputs.tail])
+        return self.net["second"](torch.relu(hidden)).squeeze(-1)
+
+    def loss(self, inputs: GraphTensors):
+        import torch.nn.functional as F
+
+        return F.binary_cross_entropy_with_logits(self.logits(inputs), inputs.labels)
+
+    def triple_scores(self, inputs: GraphTensors):
+        return self.logits(inputs)
+
+
+def fit(kind: str, module, config: dict, graphs: Sequence[QuestionGraph], settings,
+        validation: Sequence[QuestionGraph], progress) -> TrainedScorer:
+    """The training loop both scorers share (see the module docstring)."""
+    import torch
+
+    train = [module.inputs(g) for g in graphs if g.labels is not None and g.labels.any()]
+    if not train:
+        raise KgragError("no training question graph has a positive triple label:"
+                         " nothing to train the retriever on")
+    checks = [(module.inputs(g), g.labels > 0) for g in validation
+              if g.labels is not None and g.labels.any()]
+    optimiser = torch.optim.Adam(module.net.parameters(), lr=settings.lr)
+    shuffle = random.Random(settings.seed)
+    order = list(range(len(train)))
+    losses: list[float] = []
+    recalls: list[float] = []
+    best, best_state = 0, None
+    for epoch in progress(range(settings.epochs), settings.epochs):
+        shuffle.shuffle(order)
+        module.net.train()
+        total = 0.0
+        for i in order:
+            loss = module.loss(train[i])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            total += float(loss.detach())
+        losses.append(total / len(train))
+        if checks:
+            module.net.eval()
+            with torch.no_grad():
+                recalls.append(float(np.mean([
+                    recall_at(module.triple_scores(inputs).numpy(), positive, RECALL_AT)
+                    for inputs, positive in checks])))
+            if best_state is None or recalls[-1] > recalls[best - 1]:
+                best = epoch + 1
+                best_state = {k: v.clone() for k, v in module.net.state_dict().items()}
+    if best_state is not None:
+        module.net.load_state_dict(best_state)
+    report = {"losses": losses, "validation_recall": recalls, "recall_at": RECALL_AT,
+              "best_epoch": best or settings.epochs, "epochs_run": settings.epochs,
+              "questions": len(train), "skipped": len(graphs) - len(train),
+              "validation_questions": len(checks),
+              "parameters": sum(p.numel() for p in module.net.parameters())}
+    return TrainedScorer(kind, module, config, report)
+
+
+def recall_at(scores: np.ndarray, positive: np.ndarray, k: int) -> float:
+    """Share of the positive triples among the k best-scored (ties broken by index)."""
+    top = np.argsort(-scores, kind="stable")[:k]
+    return float(positive[top].sum() / positive.sum())
+
+
+def load(folder: Path, kind: str, build: Callable[[dict], object]) -> TrainedScorer:
+    import torch
+
+    if not (folder / CONFIG).is_file() or not (folder / WEIGHTS).is_file():
+        raise KgragError(f"{folder} holds no trained retriever ({CONFIG} and {WEIGHTS}):"
+                         f" run the training step first")
+    config = json.loads((folder / CONFIG).read_text())
+    if config.get("kind") != kind:
+        raise KgragError(f"{folder} holds a {config.get('kind')} scorer, not a {kind} scorer")
+    report = config.pop("report")
+    config.pop("kind")
+    module = build(config)
+    module.net.load_state_dict(torch.load(folder / WEIGHTS, weights_only=True))
+    return TrainedScorer(kind, module, config, report)
+
+
+def embedding_size(graphs: Sequence[QuestionGraph]) -> int:
+    if not graphs:
+        raise KgragError("no training question graphs: nothing to train the retriever on")
+    return int(graphs[0].question.shape[-1])
