@@ -34,6 +34,7 @@ from kgrag.spec import Spec, load_spec
 from kgrag.spec.model import default_cache_dir
 from kgrag.steps import KINDS
 from kgrag.steps.retrieve import load_strategy
+from kgrag.training import TRAINING_METHODS
 
 Echo = Callable[[str], None]
 
@@ -69,7 +70,8 @@ def open_session(spec_path: str | Path, *, root: Path | None = None,
     models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
                     spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend,
                     executor=executor,
-                    trained={entry["name"]: entry["base"] for entry in spec.training})
+                    trained={entry["name"]: entry["base"] for entry in spec.training
+                             if TRAINING_METHODS[entry["method"]].trains == "embedder"})
     return Session(spec, cache, models, compile_plan(spec, models))
 
 

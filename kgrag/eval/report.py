@@ -48,7 +48,7 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     return row
 
 
-COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "context_recall", "reachability",
+COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "iterations", "context_recall", "reachability",
            "reachability_no_gates", "gold_coverage", "gold_coverage_no_gates", "min_hops",
            "min_hops_no_gates", "context_tokens_mean", "retrieval_ms_p50", "retrieval_ms_p95",
            "retrieval_llm_ms_p50", "llm_calls_per_query", "llm_tokens_in", "llm_tokens_out")

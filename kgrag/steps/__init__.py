@@ -21,4 +21,4 @@ KINDS: dict[str, StepKind] = {kind.name: kind for kind in (
     skeleton.core, skeleton.extract_core, skeleton.skeleton, bipartite.bipartite,
     hierarchy.build_hierarchy, hierarchy.summarise, hierarchy.gates,
     train.ark_align, train.ark_augment, train.ark_stage,
-    retrieve.retrieve, answer.answer_questions, evaluate.evaluate)}
+    retrieve.retrieve, answer.answer_questions, answer.answer_from_trace, evaluate.evaluate)}

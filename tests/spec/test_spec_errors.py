@@ -154,7 +154,7 @@ def test_missing_required_keys(tmp_path: Path) -> None:
             6,
             (
                 "evaluate.metrics[0]: 'accuracy' does not match the required pattern "
-                "^(em|f1|coverage|context_recall|extraction|recall@[1-9][0-9]*)$"
+                "^(em|f1|coverage|context_recall|extraction|iterations|recall@[1-9][0-9]*)$"
             ),
         ),
     ],
