@@ -78,6 +78,10 @@ class RuleLLM:
             text = (json.dumps({"title": " and ".join(names[:2]),
                                 "summary": "These entities are studied together: "
                                 + ", ".join(names)}) if self.summaries_parse else "{")
+        elif request.get("grammar") and prompt.endswith("Sub-question:"):
+            kind = "subq"  # RAS's training data: a sub-query on the document's title
+            title = re.search(r"\nDocument: (.+)\n", prompt).group(1)
+            text = f"[SUBQ] What is {title}?"
         elif request.get("grammar") and "[SUBQ]" in request["grammar"]:
             kind, text = "plan", self.planned(prompt)
         elif request.get("grammar"):

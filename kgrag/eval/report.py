@@ -63,6 +63,8 @@ TRAINING_COLUMNS = ("graph", "kind", "llm_requests", "llm_calls", "cache_hits", 
                     "tokens_out", "embeddings", "wall_s", "questions", "scored_units",
                     "skipped_no_answer", "entities", "relationships", "augmented",
                     "skipped_no_entity", "skipped_small_graph", "skipped_unparsed",
+                    "closed_book_known", "samples", "heldback_plans", "planner_accuracy_trained",
+                    "planner_accuracy_few_shot", "train_wall_s", "train_peak_mb",
                     *(f"stage{n}_{what}" for n in (1, 2, 3)
                       for what in ("s", "peak_mb", "examples", "loss")))
 

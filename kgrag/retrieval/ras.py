@@ -124,7 +124,7 @@ class RasStrategy:
         text = history(steps, question)
         if self.graph_llm is not None:
             reply = self.graph_llm.generate(
-                plan_input(text), subgraphs if self.config["graph_encoder"] else [],
+                plan_input(text), list(subgraphs) if self.config["graph_encoder"] else [],
                 GRAPH_LLM_PLAN_TOKENS)
             plan = parse_plan(reply)
         else:
@@ -191,7 +191,7 @@ class RasStrategy:
             started = time.perf_counter()
             trace["answer"] = self.graph_llm.generate(
                 answer_input(history(steps, question)),
-                graph.subgraphs if c["graph_encoder"] else [], c["answer_tokens"]).strip()
+                list(graph.subgraphs) if c["graph_encoder"] else [], c["answer_tokens"]).strip()
             spent["llm_ms"] += (time.perf_counter() - started) * 1000
             spent["calls"] += 1
         calls, tokens_in, tokens_out = int(spent["calls"]), 0, 0
@@ -265,9 +265,14 @@ def calls(config: Config) -> int:
 
 
 def _needs(config: Config) -> dict[str, Need]:
-    found = member(config)
-    needs: dict[str, Need] = {f"retriever.{role}": need
-                              for role, need in RANKERS[found["strategy"]].needs(found).items()}
+    """The retriever's artefacts under ``retriever.<role>`` once compile has resolved it
+    (spec checks see its name: that entry's needs are checked on it), and the
+    Graph-LLM's folder."""
+    needs: dict[str, Need] = {}
+    if isinstance(config.get("retriever"), dict):
+        found = member(config)
+        needs |= {f"retriever.{role}": need
+                  for role, need in RANKERS[found["strategy"]].needs(found).items()}
     if config.get("graph_llm"):
         needs["graph_llm"] = TrainedRef("graph_llm", "graph_llm", WHY_GRAPH_LLM)
     return needs

@@ -11,6 +11,7 @@ from kgrag.steps import (
     dense,
     evaluate,
     hierarchy,
+    ras_train,
     retrieve,
     skeleton,
     train,
@@ -20,5 +21,6 @@ KINDS: dict[str, StepKind] = {kind.name: kind for kind in (
     corpus.import_corpus, chunks.chunk, dense.dense_index,
     skeleton.core, skeleton.extract_core, skeleton.skeleton, bipartite.bipartite,
     hierarchy.build_hierarchy, hierarchy.summarise, hierarchy.gates,
-    train.ark_align, train.ark_augment, train.ark_stage,
+    train.ark_align, train.ark_augment, train.ark_stage, ras_train.ras_subq,
+    ras_train.ras_graph_llm,
     retrieve.retrieve, answer.answer_questions, answer.answer_from_trace, evaluate.evaluate)}
