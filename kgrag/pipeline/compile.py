@@ -172,12 +172,14 @@ def _build_env(spec: Spec, models: Models, llm: dict[str, Any]) -> BuildEnv:
 @dataclass(frozen=True)
 class TrainEnv:
     """What a training method's ``build`` needs besides its entry: the identity of an
-    embedder by name, the scoring LLM, and the builds' extraction and LLM work."""
+    embedder by name, the scoring LLM, the builds' extraction and LLM work, and how the
+    answering LLM is prompted."""
 
     base_embedder: Callable[[str], str]
     scorer: dict[str, Any]
     extraction: dict[str, Any]
     llm_work: dict[str, Any]
+    prompt: str = "completion"  # how the answering LLM is prompted (answer.prompt)
 
 
 def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
@@ -193,7 +195,7 @@ def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
                          "questions_file)")
     env = TrainEnv(lambda name: models.embedder_model(name).sha256,
                    {**llm, "max_retries": spec.models["llm"]["max_retries"]},
-                   build.extraction, build.llm_work)
+                   build.extraction, build.llm_work, spec.answer["prompt"])
     splits, trainings, trained = [], [], {}
     for entry in map(thaw, spec.training):
         method = TRAINING_METHODS[entry["method"]]

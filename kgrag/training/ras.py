@@ -36,12 +36,12 @@ def build(plan: Plan, name: str, cfg: Config, env) -> str:
     """Add one RAS entry's steps; return the step that holds the Graph-LLM."""
     data = plan.add(step_name("subq", name), "ras_subq", {
         "llm": env.scorer, "extraction": env.extraction, "split": split_of(cfg),
-        "prompt": env.llm_work["prompt"],
+        "prompt": env.prompt,
         **{k: cfg[k] for k in ("max_questions", "heldback")}},
         {"corpus": "corpus"})
     trained = plan.add(step_name("graph_llm", name), "ras_graph_llm", {
         "llm": env.scorer, "embedder": env.base_embedder(cfg["embedder"]),
-        "prompt": env.llm_work["prompt"], "settings": {k.removeprefix("llm_"): cfg[k] for k in SETTINGS}},
+        "prompt": env.prompt, "settings": {k.removeprefix("llm_"): cfg[k] for k in SETTINGS}},
         {"subq": data.name})
     return trained.name
 
