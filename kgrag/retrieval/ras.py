@@ -159,6 +159,7 @@ class RasStrategy:
             ranked = [u for u in self.retriever.ranking(query, q_vector) if u not in seen]
             new = ranked[: c["retrieve_k"]]
             seen += new
+            used += self.tokenizer.count(f"{SUBQ} {query}\n{GRAPH_INFO}") + 2  # the heads
             info, used, record = self._structure(new, graph, used)
             steps.append((query, info))
             record |= {"query": query, "retrieved": new}
@@ -219,7 +220,7 @@ class RasStrategy:
         per_passage = self.to_triples([passage(u, self.units.text[u]) for u in new])
         added = graph.merge([t for triples in per_passage for t in triples])
         rendered = {t: render([t]) for t in added}
-        sizes = {t: self.tokenizer.count(text) + 1 for t, text in rendered.items()}
+        sizes = {t: self.tokenizer.count(text) + 2 for t, text in rendered.items()}  # and ", "
         kept = fill_budget(added, sizes, budget - used)
         record = {"triples_added": len(added), "triples_dropped_for_budget": len(added) - len(kept),
                   "no_triple_passages": [u for u, t in zip(new, per_passage) if not t]}

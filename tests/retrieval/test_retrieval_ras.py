@@ -104,6 +104,7 @@ def test_the_loop_plans_retrieves_structures_and_stops_when_sufficient(project: 
         assert added == trace["graph"]["edges"] and context.count("(S> ") == added - (
             first["triples_dropped_for_budget"] + second["triples_dropped_for_budget"])
     assert set(table["llm_calls"].to_list()) == {3}
+    assert max(table["context_tokens"]) <= 800  # sub-query lines and triples fit the budget
     row = rows["ras"]
     assert row["iterations"] == 2.0 and row["n_answered"] == 2
     # a loop that retrieved 10 new passages finds at least the single shot's top 5
