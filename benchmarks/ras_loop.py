@@ -2,15 +2,15 @@
 with the LLM's time apart, and the loop's supporting-document recall against a single-shot
 retriever at the same number of passages, question by question.
 
-    python benchmarks/ras_loop.py specs/ras_hotpotqa.yaml [--single dense]
+    python benchmarks/ras_loop.py specs/ras_hotpotqa.yaml
 
 For every ras row: questions; mean iterations; LLM requests per question (cached or not);
 the share of invalid plan replies; stop reasons; per iteration the mean wall ms without
 the LLM (retrieval, text-to-triples, graph merge) and the mean LLM ms (the plan after it);
 triples added per iteration and the share of retrieved passages that gave no triple; and
-``loop recall`` vs ``single recall``: each question's supporting-document recall over
-every passage the loop retrieved, and the single-shot row's (``--single``) recall at that
-question's count of distinct retrieved documents.
+``loop_recall`` vs ``single_recall_same_passages``: each question's supporting-document
+recall over every passage the loop retrieved, and that of the row's retriever asked once
+for the question (its ranking, cut to the same number of passages).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from kgrag import api
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.eval.metrics import recall_at_k
+from kgrag.steps.retrieve import load_strategy
 
 
 def loop_figures(traces: list[dict], docs: list[list[str]], single: list[list[str]] | None,
@@ -55,22 +56,24 @@ def loop_figures(traces: list[dict], docs: list[list[str]], single: list[list[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("spec")
-    parser.add_argument("--single", default="dense", help="the single-shot row to compare")
     args = parser.parse_args()
     session = api.open_session(args.spec)
     questions = read_questions(session.artefact("corpus"))
     gold_of = dict(zip(questions["question_id"], questions["supporting_doc_ids"].to_list()))
-    single_of = None
-    if f"retrieve.{args.single}" in session.plan.by_name():
-        table = read_retrieved(session.artefact(f"retrieve.{args.single}"))
-        single_of = dict(zip(table["question_id"], table["doc_ids"].to_list()))
+    text_of = dict(zip(questions["question_id"], questions["question"]))
     for step in session.plan.steps:
         if step.kind != "retrieve" or step.config["strategy"]["strategy"] != "ras":
             continue
         table = read_retrieved(session.artefact(step.name))
         ids = table["question_id"].to_list()
         traces = [json.loads(t) for t in table["trace"]]
-        single = None if single_of is None else [single_of.get(q, []) for q in ids]
+        loop = load_strategy(step.config, {role: session.artefact(dep)
+                                           for role, dep in step.inputs.items()},
+                             session.models)
+        asked = [text_of[q] for q in ids]
+        vectors = session.models.embedder_of(step.config["embedder"]).encode(asked)
+        single = [[loop.units.doc[u] for u in loop.retriever.ranking(q, v)]
+                  for q, v in zip(asked, vectors)]
         figures = loop_figures(traces, table["doc_ids"].to_list(), single,
                                [gold_of[q] for q in ids])
         figures["llm_requests_per_question"] = round(float(table["llm_calls"].mean()), 2)
