@@ -8,7 +8,8 @@ For one question Q:
    loop has not retrieved yet, ranked by the query entry that ``retriever`` names
    (any strategy that ranks chunks: naive, bm25, ppr, fusion, a naive over a trained
    embedder), so every iteration adds new evidence;
-3. text-to-triples with the spec's extraction (``kgrag.retrieval.ras_triples``);
+3. text-to-triples with the spec's extraction (``kgrag.retrieval.ras_triples``), the
+   first ``triples_per_passage`` of each passage;
 4. merge the new triples into the per-query graph, as this sub-query's subgraph;
 5. plan again on the history (Eq. 2): ``[SUFFICIENT]`` stops, ``[SUBQ] q`` iterates
    with q, at most ``max_iterations`` retrievals in all.
@@ -217,7 +218,9 @@ class RasStrategy:
             return ("\n".join(self.units.text[u] for u in kept),
                     used + sum(self.units.tokens[u] for u in kept),
                     {"passages_kept": len(kept)})
-        per_passage = self.to_triples([passage(u, self.units.text[u]) for u in new])
+        cap = self.config["triples_per_passage"]
+        per_passage = [found[:cap] for found in
+                       self.to_triples([passage(u, self.units.text[u]) for u in new])]
         added = graph.merge([t for triples in per_passage for t in triples])
         rendered = {t: render([t]) for t in added}
         sizes = {t: self.tokenizer.count(text) + 2 for t, text in rendered.items()}  # and ", "
@@ -314,6 +317,10 @@ DECLARATION = Strategy(
      Param("evidence", {"enum": ["triples", "passages"]},
            "what the history shows per sub-query: triples (text-to-triples with the spec's "
            "extraction) or passages (ablation 'no text-to-triples').", default="triples"),
+     Param("triples_per_passage", {"type": "integer", "minimum": 1},
+           "triples kept of each passage, in the order the extraction states them (the "
+           "paper's t2t model writes about 20 per query graph; spaCy states about 40 per "
+           "paragraph, which would fill the budget in one iteration).", default=8),
      Param("graph_llm", {"type": ["string", "null"]},
            "name of a training entry of method ras: its Graph-LLM plans and answers; null: "
            "few-shot planning with the spec's LLM and kgrag's answer step.", default=None),

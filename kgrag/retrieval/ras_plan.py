@@ -3,9 +3,10 @@
 A plan is one of three forms: ``[NO_RETRIEVAL]`` (answer closed-book; asked only
 before anything was retrieved), ``[SUBQ] q`` (retrieve for the sub-query q) or
 ``[SUFFICIENT]`` (stop and answer). The few-shot planner asks the spec's LLM under a
-grammar that allows only these forms; a reply that still is none of them (cut off by
-the token cap, or an empty sub-query) is read as ``[SUFFICIENT]`` and counted by the
-caller (``Plan.valid`` is false).
+grammar that allows only these forms (a sub-query is one line ending in a question
+mark); a reply that still is none of them (cut off by the token cap before its question
+mark, or an empty sub-query) is read as ``[SUFFICIENT]`` and counted by the caller
+(``Plan.valid`` is false).
 
 The history (App. B.3) is the text both the planner and the answerer read: each
 sub-query with the triples it retrieved, then the question::
@@ -51,7 +52,7 @@ def parse_plan(reply: str) -> Plan:
         return Plan(SUFFICIENT)
     if text.startswith(SUBQ):
         query = " ".join(text[len(SUBQ):].split())
-        if query and "[" not in query:
+        if query.endswith("?") and len(query) > 1 and "[" not in query:
             return Plan(SUBQ, query)
     return Plan(SUFFICIENT, valid=False)
 

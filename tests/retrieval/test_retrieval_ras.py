@@ -24,7 +24,8 @@ def test_plan_replies_of_the_three_forms_parse_and_anything_else_is_invalid_suff
     assert parse_plan(" [SUFFICIENT]\n").kind == SUFFICIENT
     plan = parse_plan("[SUBQ]  Who directed  Alien?")
     assert (plan.kind, plan.query, plan.valid) == (SUBQ, "Who directed Alien?", True)
-    for reply in ("I think so", "[SUBQ]", "[SUBQ] ", "[SUBQ] a [SUFFICIENT]", ""):
+    for reply in ("I think so", "[SUBQ]", "[SUBQ] ", "[SUBQ] a [SUFFICIENT]?", "",
+                  "[SUBQ] Who directed the film that was cut off by the token"):
         plan = parse_plan(reply)
         assert (plan.kind, plan.valid) == (SUFFICIENT, False), reply
 

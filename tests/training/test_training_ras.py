@@ -181,7 +181,7 @@ def test_a_graph_llm_plans_and_answers_with_the_graph_token_unless_ablated(encod
     resources = Resources(units, tokenizer, None, embedder=Embedder())
     config = {"name": "ras", "retrieve_k": 2, "max_iterations": 5, "planning": "few_shot",
               "evidence": "triples", "graph_llm": "planner", "graph_encoder": encoder,
-              "answer_tokens": 8, "budget_tokens": 500}
+              "answer_tokens": 8, "budget_tokens": 500, "triples_per_passage": 8}
     graph_llm = Scripted()
     strategy = RasStrategy(config, Ranked(), resources,
                            lambda chunks: [[(c.title, "is", c.chunk_id)] for c in chunks],
