@@ -194,8 +194,8 @@ class RasStrategy:
             trace["answer"] = self.graph_llm.generate(
                 answer_input(history(steps, question)),
                 list(graph.subgraphs) if c["graph_encoder"] else [], c["answer_tokens"]).strip()
+            # its time is the loop's LLM time; the call is the answer step's to count
             spent["llm_ms"] += (time.perf_counter() - started) * 1000
-            spent["calls"] += 1
         calls, tokens_in, tokens_out = int(spent["calls"]), 0, 0
         if before is not None:  # the spec LLM's requests: plans and LLM extraction
             used_llm = self.llm.usage.since(before)
