@@ -103,7 +103,13 @@ def read_samples(folder: Path) -> list[tuple[Any, bool, str]]:
                                                  "task").iter_rows()]
 
 
-@step_kind("ras_graph_llm", "1")
+def planner_calls(config: dict[str, Any], counts: Counts) -> int | None:
+    """The few-shot planner on each held-back planning sample: unknown until the samples
+    are built."""
+    return None
+
+
+@step_kind("ras_graph_llm", "1", max_llm_calls=planner_calls)
 def ras_graph_llm(ctx: StepContext) -> None:
     from kgrag.training.graph_llm import GraphLLMSettings, train_graph_llm
 
