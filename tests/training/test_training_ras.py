@@ -192,3 +192,41 @@ def test_a_graph_llm_plans_and_answers_with_the_graph_token_unless_ablated(encod
     assert found.llm_calls == 3  # three plans; the answer step counts the answer
     graphs = [len(subgraphs) for _, subgraphs in graph_llm.seen]
     assert graphs == ([0, 1, 2, 2] if encoder else [0, 0, 0, 0])
+
+
+def test_the_graph_llm_step_trains_on_the_kept_samples_and_scores_both_planners(
+        project: Path, monkeypatch: pytest.MonkeyPatch):
+    from kgrag.training import graph_llm
+
+    trained_on: list = []
+
+    def train(samples, settings, gguf, embed, out: Path) -> dict:
+        trained_on.extend(samples)
+        out.mkdir(parents=True)
+        return {"base_sha256": session.models.model("answerer").sha256, "wall_s": 1.0,
+                "peak_rss_mb": 2.0, "epoch_losses": [0.5], "truncated_prompts": 0}
+
+    class Planner:  # the trained planner always stops
+        def generate(self, prompt: str, subgraphs: list, max_new_tokens: int) -> str:
+            return "[SUFFICIENT]"
+
+    monkeypatch.setattr(graph_llm, "train_graph_llm", train)
+    monkeypatch.setattr(graph_llm.GraphLLM, "load", classmethod(lambda cls, *a: Planner()))
+    path = training_spec(project)
+    llm = RuleLLM(subqueries=1)  # the few-shot planner asks one sub-query, then stops
+    session = open_with(path, llm)
+    steps = session.plan.by_name()
+    manifest = run_plan(session.plan, spec=session.spec, models=session.models,
+                        run_dir=session.run_dir, echo=lambda s: None,
+                        steps=[steps[n] for n in ("corpus", "subq.planner", "graph_llm.planner")])
+    samples = pl.read_parquet(session.artefact("subq.planner") / "samples.parquet")
+    assert len(trained_on) == samples.filter(~pl.col("heldback")).height
+    folder = session.artefact("graph_llm.planner")
+    assert json.loads((folder / IDENTITY).read_text())["fingerprint"] == \
+        steps["graph_llm.planner"].fingerprint
+    notes = {s["name"]: s for s in manifest.steps}["graph_llm.planner"]["notes"]
+    held = samples.filter(pl.col("heldback") & (pl.col("task") == "plan"))
+    stops = (held["target"] == "[SUFFICIENT]").mean()
+    assert notes["heldback_plans"] == held.height
+    assert notes["planner_accuracy_trained"] == round(stops, 4)
+    assert 0 <= notes["planner_accuracy_few_shot"] <= 1
