@@ -23,7 +23,7 @@ from kgrag.retrieval.units import Units
 from kgrag.spec.load import load_spec
 from kgrag.training.subq import Document, samples_of, statistics
 from tests.conftest import write_spec
-from tests.standin import RuleLLM, open_with
+from tests.standin import RuleLLM, open_with, run_with
 
 DOCS = [Document("Alien", "Alien is a film by Ridley Scott."),
         Document("Ridley Scott", "Ridley Scott was born in South Shields.")]
@@ -230,3 +230,41 @@ def test_the_graph_llm_step_trains_on_the_kept_samples_and_scores_both_planners(
     assert notes["heldback_plans"] == held.height
     assert notes["planner_accuracy_trained"] == round(stops, 4)
     assert 0 <= notes["planner_accuracy_few_shot"] <= 1
+
+
+def test_a_trained_row_answers_from_its_loop_and_a_warm_rerun_calls_nothing(
+        project: Path, monkeypatch: pytest.MonkeyPatch):
+    from kgrag.training import graph_llm
+
+    generated: list[str] = []
+
+    def train(samples, settings, gguf, embed, out: Path) -> dict:
+        out.mkdir(parents=True)
+        return {"base_sha256": resolve_llm_sha(), "wall_s": 1.0, "peak_rss_mb": 2.0,
+                "epoch_losses": [0.5], "truncated_prompts": 0}
+
+    class Planner:
+        def generate(self, prompt: str, subgraphs: list, max_new_tokens: int) -> str:
+            generated.append(prompt)
+            return "Paris" if prompt.startswith("Answer the question") else "[SUFFICIENT]"
+
+    def resolve_llm_sha() -> str:
+        return open_with(path, RuleLLM()).models.model("answerer").sha256
+
+    monkeypatch.setattr(graph_llm, "train_graph_llm", train)
+    monkeypatch.setattr(graph_llm.GraphLLM, "load", classmethod(lambda cls, *a: Planner()))
+    path = training_spec(project)
+    spec = json.loads(path.read_text())
+    spec["answer"] = {"questions": 1}
+    spec["evaluate"] = {"metrics": ["em", "recall@5", "iterations"]}
+    path.write_text(json.dumps(spec))
+    steps, rows, _ = run_with(path, RuleLLM())
+    assert steps["answer.ras"]["kind"] == "answer_from_trace"
+    assert rows["ras"]["n_answered"] == 1 and rows["ras"]["iterations"] == 1.0
+    answers = pl.read_parquet(open_with(path, RuleLLM()).artefact("answer.ras")
+                              / "answers.parquet")
+    assert answers["answer"].to_list() == ["Paris"]
+    before = len(generated)
+    again = RuleLLM()
+    run_with(path, again)
+    assert again.calls == [] and len(generated) == before
