@@ -268,3 +268,21 @@ def test_a_trained_row_answers_from_its_loop_and_a_warm_rerun_calls_nothing(
     again = RuleLLM()
     run_with(path, again)
     assert again.calls == [] and len(generated) == before
+
+
+def test_a_passage_with_no_triple_adds_nothing_and_is_recorded():
+    units = Units({u: f"# T{u}\ntext {u}" for u in ("u1", "u2", "u3")},
+                  {u: 5 for u in ("u1", "u2", "u3")}, {u: f"d{u}" for u in ("u1", "u2", "u3")})
+    tokenizer = Tokenizer.from_dir(resolve_embedder("all-MiniLM-L6-v2").path)
+    config = {"name": "ras", "retrieve_k": 3, "max_iterations": 1, "planning": "fixed",
+              "evidence": "triples", "graph_llm": None, "graph_encoder": True,
+              "answer_tokens": 8, "budget_tokens": 500, "triples_per_passage": 8}
+    strategy = RasStrategy(config, Ranked(), Resources(units, tokenizer, None,
+                                                       embedder=Embedder()),
+                           lambda chunks: [[] if c.chunk_id == "u2" else
+                                           [(c.title, "is", c.chunk_id)] for c in chunks])
+    found = strategy.retrieve("Who?", np.zeros(4, dtype=np.float32))
+    step = found.trace["steps"][0]
+    assert step["no_triple_passages"] == ["u2"] and step["triples_added"] == 2
+    assert "(S> Tu1| P> is| O> u1), (S> Tu3| P> is| O> u3)" in found.text
+    assert found.unit_ids == ["u1", "u2", "u3"]  # still retrieved: recall counts it
