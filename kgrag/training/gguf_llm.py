@@ -165,7 +165,6 @@ def load_causal_lm(path: Path):
         tie_word_embeddings="output.weight" not in tensors,
         bos_token_id=int(meta["tokenizer.ggml.bos_token_id"]),
         eos_token_id=int(meta["tokenizer.ggml.eos_token_id"]))
-    torch.manual_seed(0)  # nothing random survives: every parameter is overwritten below
     model = LlamaForCausalLM(config).float().eval()
     state = {}
     for name, param in model.state_dict().items():

@@ -33,6 +33,7 @@ import numpy as np
 from kgrag.errors import KgragError
 from kgrag.models.llm import CpuShare, usable_cores
 from kgrag.models.registry import file_sha256
+from kgrag.progress import Progress
 from kgrag.training.gguf_llm import GgufTokenizer, load_causal_lm, load_tokenizer
 
 if TYPE_CHECKING:  # the encoder imports torch, which takes seconds: only where it runs
@@ -70,6 +71,7 @@ class GraphLLMSettings:
     lora_alpha: int = 16
     lora_dropout: float = 0.05
     learning_rate: float = 1e-4
+    encoder_learning_rate: float | None = None  # None: ``learning_rate``
     epochs: int = 2
     batch_size: int = 2
     grad_accumulation: int = 2
@@ -130,17 +132,10 @@ class _Parts:
 
     def features(self, graphs: Sequence[Graph]):
         """The embedder's vectors of every text of ``graphs`` and each text's row."""
-        import torch
-
         from kgrag.training.graph_encoder import texts_of
 
         texts = texts_of(graphs)
-        vectors = np.asarray(self.embed(texts), dtype=np.float32) if texts else np.zeros(
-            (0, self.width), dtype=np.float32)
-        if vectors.shape != (len(texts), self.width):
-            raise KgragError(f"the embedder gives vectors of shape {vectors.shape} for "
-                             f"{len(texts)} texts; the Graph LLM reads {self.width}-d vectors")
-        return torch.from_numpy(vectors), {t: i for i, t in enumerate(texts)}
+        return _table(texts, self.embed(texts) if texts else None, self.width)
 
     def embeddings(self, batch: Sequence[Encoded], table, rows: dict[str, int]):
         """Input embeddings of right-padded ``batch`` with each soft token in place, the
@@ -162,6 +157,18 @@ class _Parts:
         return embeds, mask, labels
 
 
+def _table(texts: list[str], vectors: Any, width: int):
+    """The feature table (a tensor, one row per text) and each text's row."""
+    import torch
+
+    table = np.zeros((0, width), dtype=np.float32) if vectors is None else np.asarray(
+        vectors, dtype=np.float32)[:len(texts)]
+    if table.shape != (len(texts), width):
+        raise KgragError(f"the embedder gives vectors of shape {table.shape} for "
+                         f"{len(texts)} texts; the Graph LLM reads {width}-d vectors")
+    return torch.from_numpy(np.ascontiguousarray(table)), {t: i for i, t in enumerate(texts)}
+
+
 def _build(gguf_path: Path, embed: Embed, settings: GraphLLMSettings, width: int,
            adapter: Path | None = None) -> _Parts:
     import torch
@@ -170,9 +177,9 @@ def _build(gguf_path: Path, embed: Embed, settings: GraphLLMSettings, width: int
     from kgrag.training.graph_encoder import GraphEncoder
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    torch.manual_seed(settings.seed)
     tokenizer = load_tokenizer(gguf_path)
     llm = load_causal_lm(gguf_path)
+    torch.manual_seed(settings.seed)  # LoRA's and the encoder's initial weights
     if adapter is None:
         llm = get_peft_model(llm, LoraConfig(
             r=settings.lora_r, lora_alpha=settings.lora_alpha,
@@ -225,14 +232,18 @@ def train_graph_llm(samples: list[Sample], settings: GraphLLMSettings, gguf_path
         graphs = [graph_of(g) for s in samples for g in s.subgraphs]
         texts = texts_of(graphs)
         # one text fixes the feature width where no sample has a graph
-        width = np.asarray(embed(texts or ["graph"])).shape[-1]
+        vectors = np.asarray(embed(texts or ["graph"]), dtype=np.float32)
+        width = vectors.shape[-1]
+        table, rows = _table(texts, vectors, width)
         parts = _build(gguf_path, embed, settings, width)
-        table, rows = parts.features(graphs)
         encoded = [parts.encode(s) for s in samples]
-        trained = [p for p in [*parts.llm.parameters(), *parts.encoder.parameters()]
-                   if p.requires_grad]
-        optimiser = torch.optim.AdamW(trained, lr=settings.learning_rate,
-                                      weight_decay=settings.weight_decay)
+        lora = [p for p in parts.llm.parameters() if p.requires_grad]
+        encoder = list(parts.encoder.parameters())
+        trained = lora + encoder
+        optimiser = torch.optim.AdamW(
+            [{"params": lora}, {"params": encoder, "lr": settings.encoder_learning_rate
+                                or settings.learning_rate}],
+            lr=settings.learning_rate, weight_decay=settings.weight_decay)
         batches = math.ceil(len(encoded) / settings.batch_size)
         per_epoch = math.ceil(batches / settings.grad_accumulation)
         total = per_epoch * settings.epochs
@@ -241,6 +252,7 @@ def train_graph_llm(samples: list[Sample], settings: GraphLLMSettings, gguf_path
         order = list(range(len(encoded)))
         shuffle = random.Random(settings.seed)
         curve: list[dict] = []
+        report = Progress("graph-llm", total, unit="step")
         parts.llm.train()
         parts.encoder.train()
         for epoch in range(1, settings.epochs + 1):
@@ -264,6 +276,8 @@ def train_graph_llm(samples: list[Sample], settings: GraphLLMSettings, gguf_path
                 curve.append({"step": len(curve) + 1, "epoch": epoch,
                               "loss": sum(losses) / len(losses),
                               "learning_rate": schedule.get_last_lr()[0]})
+                report.tick()
+        report.close()
         parts.llm.eval()
         parts.encoder.eval()
         sha = file_sha256(gguf_path)
