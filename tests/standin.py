@@ -29,14 +29,18 @@ class RuleLLM:
 
     def __init__(self, *, summaries_parse: bool = True, gate: str = "yes",
                  relate: str = "pair", augment_parse: bool = True,
-                 refine_parse: bool = True) -> None:
+                 refine_parse: bool = True, plan: str = "subq", subqueries: int = 2) -> None:
         """``relate``: hybrid triples join the first two entities offered ("pair"), the
         first with itself ("self") or do not parse ("broken"). ``augment_parse``: ARK's
         confusing questions parse, or never do. ``refine_parse``: ReG's refinement
-        selects the first path shown, or replies with nothing parseable."""
+        selects the first path shown, or replies with nothing parseable. ``plan``: RAS's
+        planner asks ``subqueries`` sub-queries, then says it has enough ("subq"); or
+        always says "[SUFFICIENT]", "[NO_RETRIEVAL]", or a reply of none of the forms
+        ("broken")."""
         self.calls: list[str] = []
         self.summaries_parse, self.gate, self.relate = summaries_parse, gate, relate
         self.augment_parse, self.refine_parse = augment_parse, refine_parse
+        self.plan, self.subqueries = plan, subqueries
 
     def logprob(self, request: dict) -> dict:
         """ARK's alignment scores: the share of the target's words the context holds,
@@ -78,6 +82,12 @@ class RuleLLM:
                                 + ", ".join(names)}) if self.summaries_parse else "{")
         elif request.get("grammar") and "ans: Path" in request["grammar"]:
             kind, text = "refine", "ans: Path 0\n" if self.refine_parse else "Path zero."
+        elif request.get("grammar") and prompt.endswith("Sub-question:"):
+            kind = "subq"  # RAS's training data: a sub-query on the document's title
+            title = re.search(r"\nDocument: (.+)\n", prompt).group(1)
+            text = f"[SUBQ] What is {title}?"
+        elif request.get("grammar") and "[SUBQ]" in request["grammar"]:
+            kind, text = "plan", self.planned(prompt)
         elif request.get("grammar"):
             kind, text = "gate", self.gate
         elif "precise" in props:
@@ -97,6 +107,21 @@ class RuleLLM:
         self.calls.append(kind)
         return Completion(text, tokens_in=len(prompt.split()), tokens_out=len(text.split()),
                           cached=False)
+
+    def planned(self, prompt: str) -> str:
+        """RAS's plan for the last history of the prompt (after the few-shot examples):
+        a sub-query on the question's n-th capitalised word while it has asked fewer than
+        ``subqueries``, then "[SUFFICIENT]"."""
+        last = prompt.rsplit("\n\n", 1)[1]
+        if self.plan != "subq":
+            return {"sufficient": "[SUFFICIENT]", "no_retrieval": "[NO_RETRIEVAL]",
+                    "broken": "I am not sure."}[self.plan]
+        asked = last.count("[SUBQ]")
+        if asked >= self.subqueries:
+            return "[SUFFICIENT]"
+        question = last.rsplit("Question: ", 1)[1]
+        words = WORD.findall(question) or ["it"]
+        return f"[SUBQ] What is known about {words[asked % len(words)]}?"
 
     @staticmethod
     def extraction(text: str) -> str:

@@ -82,7 +82,12 @@ def extraction_figures(counts: pl.DataFrame, wall_s: float | None,
 # Step notes carried into a training entry's row (``training_row``).
 TRAINING_FIGURES = {"align": ("questions", "scored_units", "skipped_no_answer"),
                     "augment": ("augmented", "skipped_no_entity", "skipped_small_graph",
-                                "skipped_unparsed")}
+                                "skipped_unparsed"),
+                    "subq": ("closed_book_known", "skipped_no_documents", "subquery_fallbacks",
+                             "heldback_samples", "table4"),
+                    "graph_llm": ("samples", "heldback_plans", "planner_accuracy_trained",
+                                  "planner_accuracy_few_shot", "train_wall_s", "train_peak_mb",
+                                  "epoch_losses")}
 
 
 def training_row(entry: str, method: str, steps: Sequence[tuple[str, dict[str, Any] | None]]

@@ -11,6 +11,7 @@ set (a test holds them equal).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -157,6 +158,15 @@ def _recall(run: StrategyRun, k: int) -> float | None:
     values = [recall_at_k(d, s, k) for d, s in zip(run.table["doc_ids"].to_list(),
                                                    run.table["supporting_doc_ids"].to_list())]
     return _mean([v for v in values if v is not None])
+
+
+@metric("iterations", "context")
+def _iterations(run: StrategyRun) -> float | None:
+    """Mean retrieval iterations per question of an iterative strategy (ras: its trace's
+    ``iterations``); not reported for a strategy that does not iterate."""
+    values = [trace["iterations"] for trace in map(json.loads, run.table["trace"])
+              if "iterations" in trace]
+    return _mean(values)
 
 
 @metric("context_recall", "spans", gold=("gold_sentence_ids", "gold sentences",

@@ -48,7 +48,7 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     return row
 
 
-COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "context_recall", "reachability",
+COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "iterations", "context_recall", "reachability",
            "reachability_no_gates", "gold_coverage", "gold_coverage_no_gates", "min_hops",
            "min_hops_no_gates", "context_tokens_mean", "retrieval_ms_p50", "retrieval_ms_p95",
            "retrieval_llm_ms_p50", "llm_calls_per_query", "llm_tokens_in", "llm_tokens_out")
@@ -63,6 +63,8 @@ TRAINING_COLUMNS = ("graph", "kind", "llm_requests", "llm_calls", "cache_hits", 
                     "tokens_out", "embeddings", "wall_s", "questions", "scored_units",
                     "skipped_no_answer", "entities", "relationships", "augmented",
                     "skipped_no_entity", "skipped_small_graph", "skipped_unparsed",
+                    "closed_book_known", "samples", "heldback_plans", "planner_accuracy_trained",
+                    "planner_accuracy_few_shot", "train_wall_s", "train_peak_mb",
                     *(f"stage{n}_{what}" for n in (1, 2, 3)
                       for what in ("s", "peak_mb", "examples", "loss")))
 

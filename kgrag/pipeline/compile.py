@@ -108,7 +108,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     graph_variants, builds = _add_graphs(plan, spec, dataclasses.replace(env, embedder=embedder))
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
     entries = {q["name"]: thaw(q) for q in spec.query}
-    strategies = [(chosen, _resolve_fusion(s, entries, graph_variants))
+    strategies = [(chosen, _resolve_members(s, entries, graph_variants, env))
                   for chosen, s in strategies]
     owns = {m["embedder"] for _, s in strategies for m in [s, *s.get("fuse", [])]
             if m.get("embedder")}  # strategies' own embedders, fused members' too
@@ -155,7 +155,9 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
             if "questions" in strategy:  # it retrieved for its first N: answer at most those
                 settings["questions"] = min(strategy["questions"],
                                             settings["questions"] or strategy["questions"])
-            step = plan.add(step_name("answer", name), "answer", settings,
+            kind = ("answer_from_trace" if STRATEGIES[strategy["strategy"]].answers_in_trace(
+                strategy) else "answer")
+            step = plan.add(step_name("answer", name), kind, settings,
                             {"corpus": "corpus", "retrieve": retrieve.name})
             evaluate_inputs[step.name] = step.name
     plan.add("evaluate", "evaluate",
@@ -183,12 +185,14 @@ def _build_env(spec: Spec, models: Models, llm: dict[str, Any]) -> BuildEnv:
 @dataclass(frozen=True)
 class TrainEnv:
     """What a training method's ``build`` needs besides its entry: the identity of an
-    embedder by name, the scoring LLM, and the builds' extraction and LLM work."""
+    embedder by name, the scoring LLM, the builds' extraction and LLM work, and how the
+    answering LLM is prompted."""
 
     base_embedder: Callable[[str], str]
     scorer: dict[str, Any]
     extraction: dict[str, Any]
     llm_work: dict[str, Any]
+    prompt: str = "completion"  # how the answering LLM is prompted (answer.prompt)
 
 
 def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
@@ -204,7 +208,7 @@ def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
                          "questions_file)")
     env = TrainEnv(lambda name: models.embedder_model(name).sha256,
                    {**llm, "max_retries": spec.models["llm"]["max_retries"]},
-                   build.extraction, build.llm_work)
+                   build.extraction, build.llm_work, spec.answer["prompt"])
     splits, trainings, trained = [], [], {}
     for entry in map(thaw, spec.training):
         method = TRAINING_METHODS[entry["method"]]
@@ -241,23 +245,39 @@ def _add_graphs(plan: Plan, spec: Spec, env: BuildEnv
     return built, builds
 
 
-def _resolve_fusion(strategy: dict[str, Any], entries: dict[str, dict[str, Any]],
-                    graphs: dict[str, list[tuple[dict[str, Any], str]]]) -> dict[str, Any]:
-    """A fusion strategy with its members' concrete configs in place of their names, at
-    the fusion's budget (a member's candidate depth follows the budget), so its
-    fingerprint covers everything its ranking depends on."""
-    if strategy["strategy"] != "fusion":
-        return strategy
-    members = []
-    for name in strategy["fuse"]:
-        expanded = _expand_strategy({**entries[name], "budget_tokens": strategy["budget_tokens"]},
-                                    graphs)
-        if len(expanded) != 1:
-            raise KgragError(f"strategy {strategy['name']!r}: fused entry {name!r} sweeps a "
-                             "parameter other than the budget; fuse an entry that stands for "
-                             "one strategy")
-        members.append(expanded[0][1])
-    return {**strategy, "fuse": members}
+def _resolve_members(strategy: dict[str, Any], entries: dict[str, dict[str, Any]],
+                     graphs: dict[str, list[tuple[dict[str, Any], str]]], env: BuildEnv
+                     ) -> dict[str, Any]:
+    """A strategy that names other entries, with their concrete configs in place of
+    their names, so its fingerprint covers everything their rankings depend on: a
+    fusion's two members at the fusion's budget (a member's candidate depth follows the
+    budget); a ras entry's retriever as it is written, its embedder (the questions' and
+    sub-queries' vectors are the retriever's) and the spec's extraction, which turns
+    its passages into triples."""
+    if strategy["strategy"] == "fusion":
+        members = [_one(strategy, name, {**entries[name],
+                                         "budget_tokens": strategy["budget_tokens"]}, graphs)
+                   for name in strategy["fuse"]]
+        return {**strategy, "fuse": members}
+    if strategy["strategy"] == "ras":
+        found = _one(strategy, strategy["retriever"], entries[strategy["retriever"]], graphs)
+        resolved = {**strategy, "retriever": found}
+        if found.get("embedder"):
+            resolved["embedder"] = found["embedder"]
+        if strategy["evidence"] == "triples":
+            resolved["extraction"] = env.extraction
+        return resolved
+    return strategy
+
+
+def _one(strategy: dict[str, Any], name: str, entry: dict[str, Any],
+         graphs: dict[str, list[tuple[dict[str, Any], str]]]) -> dict[str, Any]:
+    """The one concrete strategy a named entry stands for."""
+    expanded = _expand_strategy(entry, graphs)
+    if len(expanded) != 1:
+        raise KgragError(f"strategy {strategy['name']!r}: entry {name!r} sweeps a parameter; "
+                         "name an entry that stands for one strategy")
+    return expanded[0][1]
 
 
 def _expand_strategy(query: dict[str, Any],

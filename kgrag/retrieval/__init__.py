@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgrag.corpus.tokenizer import Tokenizer
-from kgrag.retrieval import bm25, fusion, hugrag, hybrid, ket, knng, naive, ppr, triples
+from kgrag.retrieval import bm25, fusion, hugrag, hybrid, ket, knng, naive, ppr, ras, triples
 from kgrag.retrieval.units import Units
 from kgrag.spec.declarations import Strategy
 
@@ -29,11 +29,12 @@ class Resources:
     prompt_style: str = "completion"  # how that LLM is prompted (answer.prompt)
     embedder: Any = None  # the CachedEmbedder, for strategies that embed more than questions
     pipeline: Any = None  # the nlp extraction's ResolvedPipeline, to find question mentions
+    models: Any = None  # the spec's Models, for a strategy that runs more of them (ras)
 
 
 STRATEGIES: dict[str, Strategy] = {
     module.DECLARATION.name: module.DECLARATION
-    for module in (naive, ket, knng, hybrid, hugrag, bm25, fusion, ppr)} | {
+    for module in (naive, ket, knng, hybrid, hugrag, bm25, fusion, ppr, ras)} | {
     declared.name: declared for declared in triples.DECLARATIONS}
 # Strategies whose class ranks chunks, so ``fusion`` can fuse them; not fusion itself,
 # whose members compile resolves one level deep.

@@ -118,6 +118,10 @@ def _never(config: Config) -> bool:
     return False
 
 
+def _one_call(config: Config) -> int:
+    return 1
+
+
 def _reads_no_graph(config: Config) -> dict[str, GraphRef]:
     return {}
 
@@ -136,7 +140,10 @@ class Strategy:
     ``problems(index, raw entry, filled entry, filled spec)`` yields the strategy's own
     spec checks; ``uses_llm(config)`` says whether it calls the LLM while retrieving;
     ``evaluated(config)`` names graph artefacts its structural metrics read.
-    ``evidence`` is what it retrieves: "chunks" (text units, read from the plan's chunks
+    ``calls_per_question(config)`` bounds its LLM requests per question (before retries),
+    for a dry run; ``answers_in_trace(config)`` says that it answers while retrieving (a
+    model only the retrieval holds, RAS's Graph-LLM) and its trace's ``answer`` is the
+    answer. ``evidence`` is what it retrieves: "chunks" (text units, read from the plan's chunks
     and handed to ``load`` as ``resources.units``) or another kind, such as triples of a
     knowledge-graph corpus, for which the plan chunks nothing (``Evidence``).
     """
@@ -151,6 +158,8 @@ class Strategy:
     uses_llm: Callable[[Config], bool] = _never
     evaluated: Callable[[Config], dict[str, GraphRef]] = _reads_no_graph
     evidence: str = "chunks"
+    calls_per_question: Callable[[Config], int] = _one_call
+    answers_in_trace: Callable[[Config], bool] = _never
 
     def inputs(self, config: Config, trained: Mapping[str, str] | None = None
                ) -> dict[str, str]:

@@ -12,6 +12,7 @@ from kgrag.steps import (
     evaluate,
     hierarchy,
     kg,
+    ras_train,
     reg,
     retrieve,
     skeleton,
@@ -24,4 +25,5 @@ KINDS: dict[str, StepKind] = {kind.name: kind for kind in (
     hierarchy.build_hierarchy, hierarchy.summarise, hierarchy.gates,
     train.ark_align, train.ark_augment, train.ark_stage,
     kg.kg_index, reg.reg_supervise, reg.reg_refine, reg.reg_train,
-    retrieve.retrieve, answer.answer_questions, evaluate.evaluate)}
+    ras_train.ras_subq, ras_train.ras_graph_llm,
+    retrieve.retrieve, answer.answer_questions, answer.answer_from_trace, evaluate.evaluate)}

@@ -1,7 +1,9 @@
-"""Step ``answer``: the LLM answers each question from its retrieved context."""
+"""Steps ``answer``: the LLM answers each question from its retrieved context; and
+``answer_from_trace``: the answers a strategy gave while retrieving."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kgrag.answer import answer
@@ -34,4 +36,18 @@ def answer_questions(ctx: StepContext) -> None:
                                   style=ctx.config["prompt"], length=ctx.config["length"])
         rows.append({"question_id": qid, "answer": text, "tokens_in": completion.tokens_in,
                      "tokens_out": completion.tokens_out})
+    write_answers(ctx.out_dir, rows)
+
+
+@step_kind("answer_from_trace", "1")
+def answer_from_trace(ctx: StepContext) -> None:
+    """The answers a strategy gave while retrieving (RAS's Graph-LLM answers from the
+    graph token only the loop holds): each question's trace ``answer``; no model call
+    here, the retrieve step made and cached it."""
+    questions = read_questions(ctx.input("corpus"))
+    retrieved = read_retrieved(ctx.input("retrieve"))
+    table = questions.join(retrieved, on="question_id", how="inner")
+    table = table.head(answered(ctx.config, Counts(questions=table.height, chunks=None)))
+    rows = [{"question_id": qid, "answer": json.loads(trace)["answer"], "tokens_in": 0,
+             "tokens_out": 0} for qid, trace in zip(table["question_id"], table["trace"])]
     write_answers(ctx.out_dir, rows)

@@ -7,7 +7,9 @@ calls a strategy makes while retrieving (HugRAG's causal filter) are timed apart
 as ``llm_ms``, and left out of ``retrieval_ms``. A budget that holds nothing for any
 question is an error, not a column of empty contexts. Questions a strategy answered
 by its fallback (a ``fallback`` key in the trace: ppr with no linkable entity,
-HugRAG with no seed) are counted in the step's notes. A strategy with ``questions: N``
+HugRAG with no seed) are counted in the step's notes, and so are those a strategy
+decided to answer closed-book (a ``no_retrieval`` trace: RAS's planner), whose empty
+context is no budget problem. A strategy with ``questions: N``
 retrieves for the first N questions only (the evaluation averages over those). In a spec
 that trains a retriever, the questions it trains on are skipped (``held_out``), by every
 strategy alike.
@@ -39,21 +41,23 @@ def load_strategy(step: dict[str, Any], inputs: dict[str, Path], models: Any) ->
     llm = models.llm("filter") if declared.uses_llm(config) else None
     units = Units.of(read_chunks(inputs["chunks"], UNIT_COLUMNS)) if "chunks" in inputs else None
     resources = Resources(units, models.tokenizer, llm, step.get("prompt", "completion"),
-                          models.embedder_of(step["embedder"]), models.pipeline)
+                          models.embedder_of(step["embedder"]), models.pipeline, models)
     artefacts = {role: inputs[role] for role in declared.needs(config)}
     return declared.runs.load(config, artefacts, resources)
 
 
 def filter_calls(config: dict[str, Any], counts: Counts) -> int | None:
-    """A strategy that calls the LLM while retrieving: one call per question it retrieves
-    for, plus retries."""
+    """A strategy that calls the LLM while retrieving: its calls per question (one for
+    most) for each question it retrieves for, plus retries."""
     if "llm" not in config:
         return 0
+    per_question = STRATEGIES[config["strategy"]["strategy"]].calls_per_question(
+        config["strategy"])
     limit = config["strategy"].get("questions")
     if counts.questions is None:
-        return None if limit is None else limit * (1 + config["max_retries"])
+        return None if limit is None else limit * per_question * (1 + config["max_retries"])
     n_questions = counts.questions if limit is None else min(limit, counts.questions)
-    return n_questions * (1 + config["max_retries"])
+    return n_questions * per_question * (1 + config["max_retries"])
 
 
 @step_kind("retrieve", "6", max_llm_calls=filter_calls)
@@ -68,13 +72,14 @@ def retrieve(ctx: StepContext) -> None:
         questions = questions.head(config["questions"])
     texts = questions["question"].to_list()
     vectors = ctx.models.embedder_of(ctx.config["embedder"]).encode(texts)
-    rows, fallbacks = [], 0
+    rows, fallbacks, closed_book = [], 0, 0
     for qid, text, vector in ctx.progress(zip(questions["question_id"], texts, vectors),
                                           total=len(texts), desc="retrieve", unit="question"):
         started = time.perf_counter()
         context = strategy.retrieve(text, vector)
         elapsed_ms = (time.perf_counter() - started) * 1000
         fallbacks += "fallback" in context.trace
+        closed_book += bool(context.trace.get("no_retrieval"))
         rows.append({"question_id": qid, "unit_ids": context.unit_ids,
                      "doc_ids": context.doc_ids, "context": context.text,
                      "context_tokens": context.tokens,
@@ -82,7 +87,7 @@ def retrieve(ctx: StepContext) -> None:
                      "llm_calls": context.llm_calls, "llm_tokens_in": context.llm_tokens_in,
                      "llm_tokens_out": context.llm_tokens_out,
                      "trace": json.dumps(context.trace, sort_keys=True)})
-    if rows and not any(row["context_tokens"] for row in rows):
+    if len(rows) > closed_book and not any(row["context_tokens"] for row in rows):
         why = ""
         if "chunks" in ctx.inputs:
             smallest = read_chunks(ctx.input("chunks"), ["context_tokens"])["context_tokens"].min()
@@ -93,3 +98,5 @@ def retrieve(ctx: StepContext) -> None:
     write_retrieved(ctx.out_dir, rows)
     if fallbacks:
         ctx.notes.update(fallbacks=fallbacks)
+    if closed_book:
+        ctx.notes.update(closed_book=closed_book)

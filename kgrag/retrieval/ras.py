@@ -1,0 +1,333 @@
+"""Strategy ``ras``: RAS's iterative plan / retrieve / structure loop (Jiang et al., Alg. §3).
+
+For one question Q:
+
+1. plan before retrieving (Eq. 1): ``[NO_RETRIEVAL]`` answers closed-book (empty
+   context); otherwise the first sub-query is Q itself;
+2. retrieve the ``retrieve_k`` best passages for the sub-query (5, the paper's) that the
+   loop has not retrieved yet, ranked by the query entry that ``retriever`` names
+   (any strategy that ranks chunks: naive, bm25, ppr, fusion, a naive over a trained
+   embedder), so every iteration adds new evidence;
+3. text-to-triples with the spec's extraction (``kgrag.retrieval.ras_triples``), the
+   first ``triples_per_passage`` of each passage;
+4. merge the new triples into the per-query graph, as this sub-query's subgraph;
+5. plan again on the history (Eq. 2): ``[SUFFICIENT]`` stops, ``[SUBQ] q`` iterates
+   with q, at most ``max_iterations`` retrievals in all.
+
+The context is the history (``ras_plan.history`` without the question line: the
+answer prompt adds it): every sub-query with its triples, filled into
+``budget_tokens`` (triples that do not fit are dropped and counted). ``evidence:
+passages`` (ablation "no text-to-triples") shows each sub-query's passages instead.
+
+Planning is the few-shot prompted spec LLM under the plan grammar
+(``ras_plan.few_shot_plan``), or, when ``graph_llm`` names a training entry of
+method ``ras``, the trained Graph-LLM, which reads the graph token of the subgraphs
+so far (``graph_encoder: false`` gives it an empty graph: the inference ablation).
+``planning: fixed`` (ablation "no planning") makes no plan call: it retrieves
+``max_iterations`` times for Q itself, each time the next ``retrieve_k`` passages.
+
+Answering: with a Graph-LLM, the loop answers too (Eq. 8: the answer is conditioned
+on the graph token, which only the loop holds) and the trace carries it; the answer
+step copies it (``answers_in_trace``). Without one, kgrag's answer step answers from
+the history like any context.
+
+Each question's trace holds the plans, each iteration's sub-query, retrieved ids,
+triples added, passages with no triple and times (LLM apart), the stop reason and the
+number of invalid plan replies (each read as ``[SUFFICIENT]``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kgrag.errors import KgragError
+from kgrag.retrieval.budget import fill_budget
+from kgrag.retrieval.fusion import RANKERS
+from kgrag.retrieval.ras_plan import (
+    GRAPH_INFO,
+    NO_RETRIEVAL,
+    SUBQ,
+    SUFFICIENT,
+    Plan,
+    few_shot_plan,
+    history,
+    parse_plan,
+)
+from kgrag.retrieval.ras_triples import QueryGraph, passage, render, text_to_triples
+from kgrag.retrieval.units import Evidence
+from kgrag.spec.declarations import Config, Need, Param, Problem, Strategy, TrainedRef
+
+if TYPE_CHECKING:
+    from kgrag.retrieval import Resources
+
+WHY_GRAPH_LLM = "graph_llm names the trained planner-answerer"
+GRAPH_LLM_PLAN_TOKENS = 48
+
+
+def member(config: Config) -> Config:
+    """The retriever entry's concrete config (compile puts it in place of its name)."""
+    found = config.get("retriever")
+    if not isinstance(found, dict):
+        raise KgragError(f"strategy {config['name']!r}: retriever needs the config of a query "
+                         "entry (a spec names one; compile resolves it)")
+    if found["strategy"] not in RANKERS:
+        raise KgragError(f"strategy {config['name']!r}: {found['strategy']} does not rank "
+                         f"chunks; name an entry of {', '.join(sorted(RANKERS))}")
+    return found
+
+
+def check_iterations(config: Config) -> None:
+    if config["max_iterations"] < 1:
+        raise KgragError(f"strategy {config['name']!r}: max_iterations must be at least 1, "
+                         f"not {config['max_iterations']}")
+
+
+class RasStrategy:
+    """The RAS loop over one ranking retriever (see the module docstring)."""
+
+    def __init__(self, config: Config, retriever: Any, resources: Resources,
+                 to_triples: Any, graph_llm: Any = None) -> None:
+        check_iterations(config)
+        self.config, self.retriever, self.graph_llm = config, retriever, graph_llm
+        self.units, self.tokenizer = resources.units, resources.tokenizer
+        self.embedder, self.llm, self.style = resources.embedder, resources.llm, resources.prompt_style
+        self.to_triples = to_triples
+
+    @classmethod
+    def load(cls, config: Config, artefacts: dict[str, Path], resources: Resources
+             ) -> RasStrategy:
+        check_iterations(config)
+        found = member(config)
+        own = {role.split(".", 1)[1]: path for role, path in artefacts.items()
+               if role.startswith("retriever.")}
+        retriever = RANKERS[found["strategy"]].runs.load(found, own, resources)
+        models = resources.models
+        to_triples = (text_to_triples(config["extraction"], models)
+                      if config["evidence"] == "triples" else None)
+        graph_llm = None
+        if config.get("graph_llm"):
+            from kgrag.models.graph_llm import load_cached_graph_llm
+
+            graph_llm = load_cached_graph_llm(artefacts["graph_llm"], models)
+        elif config["planning"] == "few_shot" and resources.llm is None:
+            raise KgragError(f"strategy {config['name']!r}: few-shot planning needs an LLM")
+        return cls(config, retriever, resources, to_triples, graph_llm)
+
+    # -- one model call each, timed and counted -------------------------------------------
+    def _plan(self, steps: list[tuple[str, str]], subgraphs: list, question: str,
+              spent: dict[str, float]) -> Plan:
+        started = time.perf_counter()
+        text = history(steps, question)
+        if self.graph_llm is not None:
+            reply = self.graph_llm.generate(
+                plan_input(text), list(subgraphs) if self.config["graph_encoder"] else [],
+                GRAPH_LLM_PLAN_TOKENS)
+            plan = parse_plan(reply)
+        else:
+            plan = few_shot_plan(self.llm, text, self.style)
+        spent["llm_ms"] += (time.perf_counter() - started) * 1000
+        spent["calls"] += 1
+        return plan
+
+    def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
+        c = self.config
+        before = self.llm.usage.snapshot() if self.llm is not None else None
+        spent = {"llm_ms": 0.0, "calls": 0}
+        graph = QueryGraph()
+        steps: list[tuple[str, str]] = []  # (sub-query, its graph information)
+        iterations: list[dict[str, Any]] = []
+        plans: list[str] = []
+        invalid = 0
+        seen: list[str] = []
+        fixed = c["planning"] == "fixed"
+        stop = "max_iterations"
+        query = question
+        if not fixed:
+            first = self._plan([], [], question, spent)
+            plans.append(_shown(first))
+            invalid += not first.valid
+            if first.kind == NO_RETRIEVAL:
+                stop, query = "no_retrieval", ""
+        used = 0
+        while query and len(iterations) < c["max_iterations"]:
+            started, llm_before = time.perf_counter(), spent["llm_ms"]
+            q_vector = vector if query == question else self.embedder.encode([query])[0]
+            ranked = [u for u in self.retriever.ranking(query, q_vector) if u not in seen]
+            new = ranked[: c["retrieve_k"]]
+            seen += new
+            used += self.tokenizer.count(f"{SUBQ} {query}\n{GRAPH_INFO}") + 2  # the heads
+            info, used, record = self._structure(new, graph, used)
+            steps.append((query, info))
+            record |= {"query": query, "retrieved": new}
+            if fixed:
+                query = question if len(iterations) + 1 < c["max_iterations"] else ""
+            else:
+                plan = self._plan(steps, graph.subgraphs, question, spent)
+                plans.append(_shown(plan))
+                invalid += not plan.valid
+                if plan.kind == SUBQ:
+                    query = plan.query
+                else:
+                    stop = "sufficient" if plan.valid else "invalid_plan"
+                    query = ""
+            record["ms"] = round((time.perf_counter() - started) * 1000, 3)
+            record["llm_ms"] = round(spent["llm_ms"] - llm_before, 3)
+            iterations.append(record)
+        context = "\n".join(line for subq, info in steps
+                            for line in (f"{SUBQ} {subq}", f"{GRAPH_INFO} {info}"))
+        trace: dict[str, Any] = {
+            "plans": plans, "invalid_plans": invalid, "iterations": len(iterations),
+            "steps": iterations, "stop": stop,
+            "graph": {"nodes": graph.nodes, "edges": graph.edges}}
+        if stop == "no_retrieval":
+            trace["no_retrieval"] = True
+        if invalid:
+            trace["fallback"] = f"{invalid} plan replies of none of the three forms: read as " \
+                                f"{SUFFICIENT}"
+        if self.graph_llm is not None:
+            started = time.perf_counter()
+            trace["answer"] = self.graph_llm.generate(
+                answer_input(history(steps, question)),
+                list(graph.subgraphs) if c["graph_encoder"] else [], c["answer_tokens"]).strip()
+            # its time is the loop's LLM time; the call is the answer step's to count
+            spent["llm_ms"] += (time.perf_counter() - started) * 1000
+        calls, tokens_in, tokens_out = int(spent["calls"]), 0, 0
+        if before is not None:  # the spec LLM's requests: plans and LLM extraction
+            used_llm = self.llm.usage.since(before)
+            calls = used_llm.calls + used_llm.cache_hits + (
+                int(spent["calls"]) if self.graph_llm is not None else 0)
+            tokens_in, tokens_out = used_llm.tokens_in, used_llm.tokens_out
+        doc_ids = [self.units.doc[u] for u in seen]
+        return Evidence(seen, doc_ids, context, self.tokenizer.count(context), trace=trace,
+                        llm_calls=calls, llm_tokens_in=tokens_in, llm_tokens_out=tokens_out,
+                        llm_ms=spent["llm_ms"])
+
+    def _structure(self, new: list[str], graph: QueryGraph, used: int
+                   ) -> tuple[str, int, dict[str, Any]]:
+        """One sub-query's graph information (its triples, or its passages in the
+        ablation) within what is left of the budget, and the iteration's record."""
+        budget = self.config["budget_tokens"]
+        if self.to_triples is None:  # ablation: raw passages
+            kept = fill_budget(new, self.units.tokens, budget - used)
+            graph.merge([])
+            return ("\n".join(self.units.text[u] for u in kept),
+                    used + sum(self.units.tokens[u] for u in kept),
+                    {"passages_kept": len(kept)})
+        cap = self.config["triples_per_passage"]
+        per_passage = [found[:cap] for found in
+                       self.to_triples([passage(u, self.units.text[u]) for u in new])]
+        added = graph.merge([t for triples in per_passage for t in triples])
+        rendered = {t: render([t]) for t in added}
+        sizes = {t: self.tokenizer.count(text) + 2 for t, text in rendered.items()}  # and ", "
+        kept = fill_budget(added, sizes, budget - used)
+        record = {"triples_added": len(added), "triples_dropped_for_budget": len(added) - len(kept),
+                  "no_triple_passages": [u for u, t in zip(new, per_passage) if not t]}
+        return render(kept), used + sum(sizes[t] for t in kept), record
+
+
+def _shown(plan: Plan) -> str:
+    return f"{SUBQ} {plan.query}" if plan.kind == SUBQ else (
+        plan.kind if plan.valid else f"invalid -> {SUFFICIENT}")
+
+
+PLAN_INSTRUCTION = ("Plan the next step for the question: reply [NO_RETRIEVAL], [SUBQ] with "
+                    "a sub-question, or [SUFFICIENT].")
+ANSWER_INSTRUCTION = ("Answer the question. Each [SUBQ] is followed by the graph information "
+                      "it retrieved; use it if it helps. Reply with the shortest answer.")
+
+
+def plan_input(text: str) -> str:
+    """What the Graph-LLM reads to plan (its training samples' prompts are the same)."""
+    return f"{PLAN_INSTRUCTION}\n{text}"
+
+
+def answer_input(text: str) -> str:
+    """What the Graph-LLM reads to answer."""
+    return f"{ANSWER_INSTRUCTION}\n{text}"
+
+
+def uses_llm(config: Config) -> bool:
+    """Whether the loop calls the spec's LLM: to plan few-shot, or to extract triples."""
+    extracts = config["evidence"] == "triples" and config.get("extraction", {}).get("method") \
+        == "llm"
+    return extracts or (config["planning"] == "few_shot" and not config.get("graph_llm"))
+
+
+def calls(config: Config) -> int:
+    """Model requests per question at most (before retries): a plan before and after each
+    retrieval, an answer from a Graph-LLM, and with LLM extraction one per passage."""
+    n = config["max_iterations"]
+    planned = 0 if config["planning"] == "fixed" else 1 + n
+    extracted = n * config["retrieve_k"] if uses_llm(config) and config.get("extraction", {}).get(
+        "method") == "llm" else 0
+    return planned + bool(config.get("graph_llm")) + extracted
+
+
+def _needs(config: Config) -> dict[str, Need]:
+    """The retriever's artefacts under ``retriever.<role>`` once compile has resolved it
+    (spec checks see its name: that entry's needs are checked on it), and the
+    Graph-LLM's folder."""
+    needs: dict[str, Need] = {}
+    if isinstance(config.get("retriever"), dict):
+        found = member(config)
+        needs |= {f"retriever.{role}": need
+                  for role, need in RANKERS[found["strategy"]].needs(found).items()}
+    if config.get("graph_llm"):
+        needs["graph_llm"] = TrainedRef("graph_llm", "graph_llm", WHY_GRAPH_LLM)
+    return needs
+
+
+def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
+    """``retriever`` must name another entry that ranks chunks; planning by a Graph-LLM
+    is the trained model's; the Graph-LLM's switches need one."""
+    entries = {q["name"]: q["strategy"] for q in spec["query"]}
+    name = raw.get("retriever")
+    if name is None:
+        yield ("query", index), "strategy ras needs 'retriever': the name of another query entry"
+    elif name not in entries or name == raw.get("name"):
+        yield ("query", index, "retriever"), (f"no other query entry named '{name}' (known: "
+                                              f"{', '.join(entries)})")
+    elif entries[name] not in RANKERS:
+        yield ("query", index, "retriever"), (f"'{name}' is a {entries[name]} entry; ras "
+                                              "retrieves with an entry of "
+                                              f"{', '.join(sorted(RANKERS))}")
+    if raw.get("graph_llm") is None and raw.get("graph_encoder") is False:
+        yield ("query", index, "graph_encoder"), "graph_encoder applies only with a graph_llm"
+
+
+DECLARATION = Strategy(
+    "ras", "RAS: iterative planning, retrieval of top-k passages with another entry's "
+    "ranking, text-to-triples and a per-query graph; few-shot or a trained Graph-LLM.",
+    (Param("retriever", {"type": "string", "minLength": 1},
+           "name of another query entry whose ranking retrieves for each sub-query (naive, "
+           "bm25, ppr, fusion; a naive over a trained embedder)."),
+     Param("retrieve_k", {"type": "integer", "minimum": 1},
+           "passages retrieved per sub-query (new to the loop).", default=5),
+     Param("max_iterations", {"type": "integer", "minimum": 1},
+           "retrievals per question at most (the paper's 5).", default=5),
+     Param("planning", {"enum": ["few_shot", "fixed"]},
+           "few_shot (the planner decides: the spec's LLM few-shot, or the graph_llm) or "
+           "fixed (ablation 'no planning': max_iterations retrievals for the question itself, "
+           "no plan call).", default="few_shot"),
+     Param("evidence", {"enum": ["triples", "passages"]},
+           "what the history shows per sub-query: triples (text-to-triples with the spec's "
+           "extraction) or passages (ablation 'no text-to-triples').", default="triples"),
+     Param("triples_per_passage", {"type": "integer", "minimum": 1},
+           "triples kept of each passage, in the order the extraction states them (the "
+           "paper's t2t model writes about 20 per query graph; spaCy states about 40 per "
+           "paragraph, which would fill the budget in one iteration).", default=8),
+     Param("graph_llm", {"type": ["string", "null"]},
+           "name of a training entry of method ras: its Graph-LLM plans and answers; null: "
+           "few-shot planning with the spec's LLM and kgrag's answer step.", default=None),
+     Param("graph_encoder", {"type": "boolean"},
+           "give the Graph-LLM the graph token (ablation 'no graph encoder' at inference: "
+           "false).", default=True),
+     Param("answer_tokens", {"type": "integer", "minimum": 1},
+           "new tokens of a Graph-LLM answer.", default=32)),
+    RasStrategy, _needs, problems=_problems, uses_llm=uses_llm, calls_per_question=calls,
+    answers_in_trace=lambda config: bool(config.get("graph_llm")))
