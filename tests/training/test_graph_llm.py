@@ -79,8 +79,9 @@ def test_a_folder_trained_on_another_base_or_no_folder_is_refused(tmp_path):
 
 PROMPT = "Which city does the graph name? Answer with the city only."
 TINY = GraphLLMSettings(hidden=32, heads=4, layers=2, dropout=0.0, lora_dropout=0.0,
-                        learning_rate=2e-3, epochs=12, batch_size=2, grad_accumulation=1,
-                        warmup_ratio=0.0, max_input_tokens=96, max_target_tokens=8)
+                        learning_rate=2e-3, encoder_learning_rate=3e-2, epochs=20,
+                        batch_size=2, grad_accumulation=1, warmup_ratio=0.0,
+                        max_input_tokens=96, max_target_tokens=8)
 
 
 def _embed(texts):
