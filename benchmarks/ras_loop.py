@@ -62,7 +62,8 @@ def main() -> None:
     gold_of = dict(zip(questions["question_id"], questions["supporting_doc_ids"].to_list()))
     text_of = dict(zip(questions["question_id"], questions["question"]))
     for step in session.plan.steps:
-        if step.kind != "retrieve" or step.config["strategy"]["strategy"] != "ras":
+        if step.kind != "retrieve" or step.config["strategy"]["strategy"] != "ras" \
+                or not session.artefact(step.name).exists():  # a row not run yet
             continue
         table = read_retrieved(session.artefact(step.name))
         ids = table["question_id"].to_list()
