@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kgrag.spec.declarations import Config, Param, TrainingMethod, step_name
-from kgrag.training.split import split_of
+from kgrag.training.split import SPLIT_PARAMS, split_of
 
 if TYPE_CHECKING:
     from kgrag.pipeline.plan import Plan
@@ -83,11 +83,7 @@ DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine
     Param("base", {"type": "string", "minLength": 1},
           "the embedder to fine-tune: a bundled name or a sentence-transformers folder.",
           default="all-MiniLM-L6-v2"),
-    Param("train_fraction", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-          "share of the corpus's questions that train (by a seeded hash of their ids); "
-          "every retrieve step of the spec skips them, so no evaluated question was "
-          "trained on.", default=0.5),
-    Param("split_seed", {"type": "integer", "minimum": 0}, "seed of the split.", default=0),
+    *SPLIT_PARAMS,
     Param("max_questions", {"type": ["integer", "null"], "minimum": 1},
           "train on at most this many of the training questions (a sample, for quick "
           "runs); null: all of them.", default=None),

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kgrag.spec.declarations import Config, Param, TrainingMethod, step_name
-from kgrag.training.split import split_of
+from kgrag.training.split import SPLIT_PARAMS, split_of
 
 if TYPE_CHECKING:
     from kgrag.pipeline.plan import Plan
@@ -52,10 +52,7 @@ RATE = {"type": "number", "minimum": 0, "maximum": 1}
 DECLARATION = TrainingMethod("ras", "RAS: a Graph-LLM (TransformerConv graph encoder, one "
                              "projected graph token, LoRA on the spec's LLM) trained on "
                              "HotpotQA-SUBQ planning and answering samples.", (
-    Param("train_fraction", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-          "share of the corpus's questions that train (by a seeded hash of their ids); "
-          "every retrieve step of the spec skips them.", default=0.5),
-    Param("split_seed", {"type": "integer", "minimum": 0}, "seed of the split.", default=0),
+    *SPLIT_PARAMS,
     Param("max_questions", {"type": ["integer", "null"], "minimum": 1},
           "build samples from at most this many of the training questions (each costs the "
           "spec's LLM 1 + supporting documents calls); null: all of them.", default=None),

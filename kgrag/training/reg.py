@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kgrag.spec.declarations import Config, Param, TrainingMethod, step_name
-from kgrag.training.split import split_of
+from kgrag.training.split import SPLIT_PARAMS, split_of
 
 if TYPE_CHECKING:
     from kgrag.pipeline.plan import Plan
@@ -65,11 +65,7 @@ def load_scorer(level: str, folder: Path) -> Any:
 
 
 COMMON = (
-    Param("train_fraction", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-          "share of the corpus's questions that train (by a seeded hash of their ids); "
-          "every retrieve step of the spec skips them, so no evaluated question was "
-          "trained on.", default=0.5),
-    Param("split_seed", {"type": "integer", "minimum": 0}, "seed of the split.", default=0),
+    *SPLIT_PARAMS,
     Param("max_questions", {"type": ["integer", "null"], "minimum": 1},
           "train on at most this many of the training questions (a sample, for quick "
           "runs); null: all of them.", default=None),

@@ -11,6 +11,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
+from kgrag.spec.declarations import Param
+
+SPLIT_PARAMS = (
+    Param("train_fraction", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+          "share of the corpus's questions that train (by a seeded hash of their ids); "
+          "every retrieve step of the spec skips them, so no evaluated question was "
+          "trained on.", default=0.5),
+    Param("split_seed", {"type": "integer", "minimum": 0}, "seed of the split.", default=0),
+)
+"""Every training method's split: what ``split_of`` reads."""
+
 
 def training_questions(question_ids: Iterable[str], fraction: float, seed: int) -> set[str]:
     """The ids that train: the first ``round(fraction · n)`` by seeded hash."""
