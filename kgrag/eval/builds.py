@@ -85,6 +85,10 @@ TRAINING_FIGURES = {"align": ("questions", "scored_units", "skipped_no_answer"),
                                 "skipped_unparsed"),
                     "subq": ("closed_book_known", "skipped_no_documents", "subquery_fallbacks",
                              "heldback_samples", "table4"),
+                    "supervise": ("questions", "skipped_no_path", "pool_before_mean",
+                                  "pool_before_max", "pool_after_mean", "pool_after_max"),
+                    "refine": ("refined", "fallback_unparsed", "weak_unrefined"),
+                    "train": ("positives", "best_epoch", "last_loss"),
                     "graph_llm": ("samples", "heldback_plans", "planner_accuracy_trained",
                                   "planner_accuracy_few_shot", "train_wall_s", "train_peak_mb",
                                   "epoch_losses")}
@@ -104,6 +108,9 @@ def training_row(entry: str, method: str, steps: Sequence[tuple[str, dict[str, A
         notes = record.get("notes", {})
         row.update({key: notes[key] for key in TRAINING_FIGURES.get(artefact, ())
                     if key in notes})
+        if artefact == "train":  # ReG's retriever training: its cost, as the runner recorded it
+            row |= {"train_wall_s": round(record["wall_s"], 1),
+                    "train_peak_mb": record["peak_rss_mb"]}
         if artefact.startswith("stage"):
             row |= {f"{artefact}_s": round(record["wall_s"], 1),
                     f"{artefact}_peak_mb": record["peak_rss_mb"],

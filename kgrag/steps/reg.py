@@ -4,7 +4,6 @@ The methods live in ``kgrag.training`` and ``kgrag.kg``; these adapt them to the
 
 from __future__ import annotations
 
-import resource
 from typing import Any
 
 import numpy as np
@@ -114,8 +113,8 @@ def reg_refine(ctx: StepContext) -> None:
 def reg_train(ctx: StepContext) -> None:
     """The retriever trained on the weak or refined positives of the supervised questions,
     the last ``validation`` share of them held for checkpoint selection; the model and its
-    loss curve (one row per epoch) are the artefact, the wall time and the process's peak
-    memory are in the notes."""
+    loss curve (one row per epoch) are the artefact; its wall time and peak memory are the
+    runner's record of the step."""
     cfg = ctx.config
     index = KgIndex(ctx.input("kg"))
     supervision, _ = read_supervision(ctx.input("supervise"))
@@ -149,5 +148,4 @@ def reg_train(ctx: StepContext) -> None:
         triples=int(sum(g.triples for g in train)),
         positives=int(sum(float(g.labels.sum()) for g in train)),
         parameters=report["parameters"], best_epoch=report["best_epoch"],
-        first_loss=round(scorer.losses[0], 4), last_loss=round(scorer.losses[-1], 4),
-        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+        first_loss=round(scorer.losses[0], 4), last_loss=round(scorer.losses[-1], 4))

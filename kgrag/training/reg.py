@@ -89,14 +89,14 @@ COMMON = (
           "epoch or two, so selecting on it keeps an undertrained model).", default=0.0),
     Param("seed", {"type": "integer", "minimum": 0}, "seed of initialisation and shuffling.",
           default=42),
+    Param("training_epochs", {"type": "integer", "minimum": 1}, "training epochs (ReG: 80).",
+          default=80),
 )
 
 TRIPLE = TrainingMethod("reg_triple", "ReG@Triple: SubgraphRAG's triple scorer (directional "
                         "distance encoding + MLP) trained by BCE on weak or LLM-refined "
                         "triple labels of KGQA questions.", (
     *COMMON,
-    Param("training_epochs", {"type": "integer", "minimum": 1}, "training epochs (ReG: 80).",
-          default=80),
     Param("hidden", {"type": ["integer", "null"], "minimum": 1},
           "hidden width; null: the embedding size (SubgraphRAG's MLP).", default=None)),
     _build("triple"), "reg_train", trains="triple_scorer", evidence="triples")
@@ -105,8 +105,6 @@ ENTITY = TrainingMethod("reg_entity", "ReG@Entity: a PNA GNN (torch-geometric) s
                         "entities, trained by BCE on the entities of weak or LLM-refined "
                         "triple labels; a triple scores p(head) + p(tail).", (
     *COMMON,
-    Param("training_epochs", {"type": "integer", "minimum": 1}, "training epochs (ReG: 80).",
-          default=80),
     Param("hidden", {"type": ["integer", "null"], "minimum": 1},
           "hidden width of the PNA layers; null: the embedding size.", default=None)),
     _build("entity"), "reg_train", trains="entity_scorer", evidence="triples")

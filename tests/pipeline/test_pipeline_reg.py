@@ -14,6 +14,7 @@ import pytest
 
 from kgrag import api
 from kgrag.contents.kg import GRAPHML
+from kgrag.contents.metrics import read_metrics
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.contents.training import read_losses, read_refined, read_supervision
 from kgrag.errors import KgragError
@@ -116,6 +117,10 @@ def test_training_records_losses_and_refinement_outcomes(first_run):
         assert read_losses(session.artefact(f"train.{entry}"))["epoch"].to_list() == list(
             range(1, epochs + 1))
         assert steps[f"train.{entry}"]["notes"]["questions"] > 0
+    rows = {row["graph"]: row for row in read_metrics(session.run_dir)["training"]}
+    assert rows["refined"]["refined"] == 2 and rows["weak"]["pool_after_max"] == supervised[
+        "pool_after_max"]  # the training rows carry the pool sizes and refinement outcomes
+    assert rows["entity"]["train_peak_mb"] == steps["train.entity"]["peak_rss_mb"] > 0
 
 
 def test_strategies_rank_held_out_triples_and_answer_in_ans_lines(first_run):
