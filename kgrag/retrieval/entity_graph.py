@@ -17,6 +17,13 @@ The graph has:
 * with ``titles``, each chunk's title as one more entity (merged with an extracted
   entity of the same normalised name), linked to the chunk: encyclopedic passages
   are about their title, and questions name it.
+
+Two shapes narrow it (both off by default). ``phrases="named"`` keeps only the phrases
+a passage is about rather than everything it says: named entities other than dates
+and numbers, and noun chunks that are proper names or hold one (``named_phrases``);
+generic noun chunks ("the film", "his wife") connect unrelated passages and spread
+the walk's mass. ``relations=False`` drops the entity–entity edges, leaving the
+phrase–passage graph of the plain HippoRAG-style reference.
 """
 
 from __future__ import annotations
@@ -47,6 +54,38 @@ def title_aliases(title: str) -> list[str]:
     return [title] if plain == title else [title, plain]
 
 
+NUMERIC_NAME = re.compile(r"\d")
+NAMED_TYPES = frozenset({"person", "organization", "geo", "event", "work"})
+
+
+def named_phrases(entities: pl.DataFrame) -> list[bool]:
+    """Per entity row, whether it is a named phrase: a named entity of a named type; an
+    untyped one ("other": nationalities, products, titles) without digits (amounts,
+    percentages); or a noun chunk ("concept") one of whose words is capitalised where
+    its describing sentence uses it, past that sentence's first word: a proper name
+    ("Angi Vera") or a phrase holding one ("the Fox film"). Dates and plain noun
+    chunks are not."""
+    kept = []
+    for name, kind, described in entities.select("name", "type", "description").iter_rows():
+        if kind in NAMED_TYPES:
+            kept.append(True)
+        elif kind == "other":
+            kept.append(not NUMERIC_NAME.search(name))
+        elif kind == "concept":
+            kept.append(_capitalised(name, described or ""))
+        else:
+            kept.append(False)
+    return kept
+
+
+def _capitalised(name: str, sentence: str) -> bool:
+    """Whether a word of ``name`` (not a stop word) is capitalised in ``sentence``
+    somewhere other than at its start."""
+    wanted = {w for w in words(name) if w not in STOPWORDS}
+    return any(match.group().casefold() in wanted and match.group()[0].isupper()
+               for match in re.finditer(r"\w+", sentence) if match.start() > 0)
+
+
 @dataclass(frozen=True)
 class EntityGraph:
     """Entity and chunk nodes (entities first) and their symmetric weighted edges."""
@@ -60,10 +99,17 @@ class EntityGraph:
 
     @classmethod
     def build(cls, entities: pl.DataFrame, relationships: pl.DataFrame, chunk_ids: list[str],
-              titles: dict[str, str] | None, specific_steps: bool = True) -> EntityGraph:
+              titles: dict[str, str] | None, specific_steps: bool = True,
+              phrases: str = "all", relations: bool = True) -> EntityGraph:
         """The graph of one build's tables; ``titles`` (chunk id → title) adds title
         entities; ``specific_steps`` weights each entity–chunk edge by the entity's
-        specificity. Chunk ids the build names but ``chunk_ids`` lacks are ignored."""
+        specificity; ``phrases`` ("all" or "named") and ``relations`` choose the shape
+        (module docstring). Chunk ids the build names but ``chunk_ids`` lacks are
+        ignored."""
+        if phrases == "named":
+            entities = entities.filter(pl.Series(named_phrases(entities)))
+        if not relations:
+            relationships = relationships.clear()
         chunks = {c: j for j, c in enumerate(chunk_ids)}
         index: dict[str, int] = {}
         aliases: dict[str, list[str]] = {}

@@ -29,6 +29,8 @@ came back.
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,7 @@ from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.entity_graph import EntityGraph
+from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
 from kgrag.spec.declarations import Config, Param, Problem
 
@@ -85,16 +88,34 @@ WALK_PARAMS = (
           "HippoRAG's synonym edges, weighted by their cosine, between entities whose name "
           "embeddings are at least this close. Embeds every entity name once (cached). Left "
           "out: no synonym edges."),
+    Param("phrases", {"enum": ["all", "named"]},
+          "which entities are phrase nodes: all (every extracted entity and noun chunk) or "
+          "named (named entities other than dates and numbers, and noun chunks that are or "
+          "hold a proper name; titles stay). Left out: all.", off="all"),
+    Param("relations", {"type": "boolean"},
+          "keep the entity–entity relationship edges; false walks the phrase–passage graph "
+          "alone. Left out: true.", off=True),
+    Param("fact_links", {"type": "integer", "minimum": 1},
+          "HippoRAG 2's query-to-fact linking: the entities of the this-many relationships "
+          "(rendered as 'SUBJECT relation OBJECT') whose embeddings are nearest the "
+          "question's also seed the walk, weighted by similarity times specificity. Embeds "
+          "every relationship once (cached). Left out: names found in the question only."),
 )
 NO_SEED = "no entity of the question is in the graph: dense ranking"
+# the settings that shape a search (its graph, seeds and walk), not what a strategy does
+# with its ranking: strategies that agree on these share one search
+SEARCH_KEYS = tuple(p.name for p in WALK_PARAMS)
+_LOADED: dict[str, PprSearch] = {}
 
 
 @dataclass(frozen=True)
 class Seeds:
-    """The question's seed entity nodes and how the fallback linked some of them."""
+    """The question's seed entity nodes, how sure each link is (1 for a name found in the
+    question, a fact's similarity for a fact link) and how the fallback linked some."""
 
     nodes: list[int]
     nearest: dict[str, str]  # mention → the graph name it was linked to by embedding
+    certainty: list[float]
 
 
 class PprSearch:
@@ -108,35 +129,53 @@ class PprSearch:
     def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, *, damping: float,
                  max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
                  mentions: Callable[[str], list[str]] | None = None,
-                 nearest: NearestNames | None = None) -> None:
+                 nearest: NearestNames | None = None, facts: FactLinks | None = None) -> None:
         self.graph, self.walk = graph, Walk(graph.adjacency)
         self.chunk_matrix = chunk_matrix
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
         self.dense_seed_chunks = dense_seed_chunks
-        self.mentions, self.nearest = mentions, nearest
+        self.mentions, self.nearest, self.facts = mentions, nearest, facts
+        self.walked: dict[tuple[str, bytes], tuple[list[str], dict[str, float], dict]] = {}
 
     @classmethod
     def load(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
              resources: Resources) -> PprSearch:
         """The search over the entity tables in ``graph`` (an extract or hierarchy step's
-        folder), with the chunk vectors in ``dense`` and the titles in ``chunks``."""
+        folder), with the chunk vectors in ``dense`` and the titles in ``chunks``. Every
+        strategy of a run that walks the same graph with the same settings (the budgets of
+        a sweep, a fusion's member) shares one search, and so one walk per question."""
         damping = config["damping"]
         if not 0.0 < damping < 1.0:
             raise KgragError(f"strategy {config['name']!r}: damping must be in (0, 1), "
                              f"got {damping}")
-        entities = read_entities(graph, ["name", "source_chunk_ids"])
+        key = json.dumps([str(graph), str(dense), str(chunks), _identity(resources.embedder),
+                          {k: config.get(k) for k in SEARCH_KEYS}], sort_keys=True)
+        if key not in _LOADED:
+            _LOADED.clear()  # one graph at a time: a run's strategies come in spec order
+            _LOADED[key] = cls._build(config, graph, dense, chunks, resources)
+        return _LOADED[key]
+
+    @classmethod
+    def _build(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
+               resources: Resources) -> PprSearch:
+        phrases = config.get("phrases", "all")
+        columns = ["name", "source_chunk_ids"] + (["type", "description"]
+                                                 if phrases == "named" else [])
+        entities = read_entities(graph, columns)
         if entities.is_empty():
             raise KgragError(f"strategy {config['name']!r}: the graph in {graph} has no "
                              "entities; ppr needs an entity table to walk")
-        relationships = read_relationships(graph, ["source", "target", "strength"])
+        relationships = read_relationships(graph, ["source", "target", "strength"] + (
+            ["description"] if config.get("fact_links") else []))
         ids, matrix = open_dense(dense).matrix()
         titles = None
         if config["titles"]:
             table = read_chunks(chunks, ["chunk_id", "title"])
             titles = dict(zip(table["chunk_id"].to_list(), table["title"].to_list()))
         entity_graph = EntityGraph.build(entities, relationships, ids, titles,
-                                         config["specific_steps"])
-        mentions = nearest = None
+                                         config["specific_steps"], phrases,
+                                         config.get("relations", True))
+        mentions = nearest = facts = None
         if config.get("question_mentions"):
             mentions = ExtractorMentions(resources.pipeline)
         if config.get("nearest_names") or config.get("synonyms"):
@@ -147,14 +186,24 @@ class PprSearch:
             if config.get("nearest_names"):
                 nearest = NearestNames(vectors, resources.embedder.encode,
                                        config["nearest_names"])
-        return cls(entity_graph, matrix, damping=damping,
+        if config.get("fact_links"):
+            node = {name: i for i, name in enumerate(entity_graph.names)}
+            facts = FactLinks.build(relationships, node.get,
+                                    lambda texts: resources.embedder.encode(texts),
+                                    config["fact_links"])
+            if not len(facts.ends):
+                raise KgragError(f"strategy {config['name']!r}: fact_links links the question "
+                                 f"to relationships, and the graph in {graph} has none between "
+                                 "two of its phrase nodes; leave fact_links out")
+        return cls(entity_graph, matrix, damping=config["damping"],
                    max_iterations=config["max_iterations"], dense_seeds=config["dense_seeds"],
                    dense_seed_chunks=config["dense_seed_chunks"], mentions=mentions,
-                   nearest=nearest)
+                   nearest=nearest, facts=facts)
 
-    def seeds(self, question: str) -> Seeds:
+    def seeds(self, question: str, vector: np.ndarray | None = None) -> Seeds:
         """Names in the question, then the extractor's mentions matched by name, then
-        (with ``nearest``) the unmatched mentions linked to their nearest name."""
+        (with ``nearest``) the unmatched mentions linked to their nearest name, then (with
+        ``facts``) the ends of the facts nearest the question's vector."""
         nodes = self.graph.link(question)
         nearest: dict[str, str] = {}
         if self.mentions is not None:
@@ -165,7 +214,14 @@ class PprSearch:
                 linked = self.nearest.link([m for m, node in named.items() if node is None])
                 nodes += list(linked.values())
                 nearest = {m: self.graph.names[node] for m, node in linked.items()}
-        return Seeds(list(dict.fromkeys(nodes)), nearest)
+        nodes = list(dict.fromkeys(nodes))
+        certainty = [1.0] * len(nodes)
+        if self.facts is not None and vector is not None:
+            for node, similarity in self.facts.link(vector).items():
+                if node not in nodes:
+                    nodes.append(node)
+                    certainty.append(similarity)
+        return Seeds(nodes, nearest, certainty)
 
     def run(self, question: str, vector: np.ndarray
             ) -> tuple[np.ndarray | None, np.ndarray, dict[str, Any]]:
@@ -173,12 +229,12 @@ class PprSearch:
         the chunks in dense order, and the trace (seeds and their weights)."""
         similarity = self.chunk_matrix @ vector.astype(np.float32)
         dense_order = np.argsort(-similarity, kind="stable")
-        seeds = self.seeds(question)
-        if not seeds.nodes:
+        seeds = self.seeds(question, vector)
+        if not seeds.nodes or not max(seeds.certainty) > 0:
             return None, dense_order, {"fallback": NO_SEED, "seeds": {}}
         n_entities = len(self.graph.names)
         restart = np.zeros(n_entities + len(self.graph.chunk_ids))
-        weights = self.graph.specificity(seeds.nodes)
+        weights = self.graph.specificity(seeds.nodes) * np.array(seeds.certainty)
         restart[seeds.nodes] = (1.0 - self.dense_seeds) * weights / weights.sum()
         if self.dense_seeds > 0:
             top = dense_order[: self.dense_seed_chunks]
@@ -197,7 +253,16 @@ class PprSearch:
     def scored(self, question: str, vector: np.ndarray
                ) -> tuple[list[str], dict[str, float], dict[str, Any]]:
         """Every chunk best first (by mass, ties and the massless rest in dense order),
-        each chunk's PPR mass, and the trace; the dense ranking when no seed links."""
+        each chunk's PPR mass, and the trace; the dense ranking when no seed links. A
+        question asked again (by another budget of a sweep) is not walked again."""
+        key = (question, vector.tobytes())
+        if key not in self.walked:
+            self.walked[key] = self._scored(question, vector)
+        ranked, scores, trace = self.walked[key]
+        return ranked, scores, copy.deepcopy(trace)
+
+    def _scored(self, question: str, vector: np.ndarray
+                ) -> tuple[list[str], dict[str, float], dict[str, Any]]:
         mass, dense_order, trace = self.run(question, vector)
         if mass is None:
             return [self.graph.chunk_ids[j] for j in dense_order], {}, trace
@@ -209,6 +274,12 @@ class PprSearch:
         scores = {self.graph.chunk_ids[j]: float(chunk_mass[j]) for j in order
                   if chunk_mass[j] > 0}
         return ranked, scores, trace
+
+
+def _identity(embedder: Any) -> str | None:
+    """The embedder's model identity (name links, fact links and synonyms embed with it)."""
+    settings = getattr(embedder, "settings", None)
+    return None if embedder is None else getattr(settings, "sha256", None) or str(id(embedder))
 
 
 def walk_problems(index: int, entry: Config, spec: Config) -> Iterator[Problem]:
