@@ -43,11 +43,13 @@ def _prose(text: str) -> Iterator[str]:
 
 def slug(heading: str) -> str:
     """The anchor GitHub gives a heading's text (before numbering repeats)."""
-    text = CODE_SPAN.sub(lambda m: m.group(2), heading)
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link's text only
-    text = re.sub(r"(\*+|(?<!\w)_+|_+(?!\w))", "", text)  # emphasis markers
-    text = re.sub(r"[^\w\- ]", "", text.strip().lower())
-    return text.replace(" ", "-")
+    parts = CODE_SPAN.split(heading)  # prose, backticks, code, prose, …
+    rendered = "".join(
+        part if i % 3 == 2 else "" if i % 3 == 1 else
+        re.sub(r"\*+|(?<!\w)_+|_+(?!\w)", "",  # emphasis markers
+               re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", part))  # a link's text only
+        for i, part in enumerate(parts))
+    return re.sub(r"[^\w\- ]", "", rendered.strip().lower()).replace(" ", "-")
 
 
 def anchors(page: Path) -> set[str]:
@@ -68,17 +70,22 @@ def anchors(page: Path) -> set[str]:
 def broken_links(page: Path) -> list[str]:
     """Each relative link of ``page`` whose file or anchor does not exist, as text."""
     broken = []
-    for line in _prose(page.read_text(encoding="utf-8")):
-        for target in LINK.findall(CODE_SPAN.sub("", line)):
-            if not target or EXTERNAL.match(target):
-                continue
-            path, _, anchor = target.partition("#")
-            file = (page.parent / path).resolve() if path else page
-            if not file.exists():
-                broken.append(f"{page.name}: {target}: no file {path}")
-            elif anchor and file.suffix == ".md" and anchor not in anchors(file):
-                broken.append(f"{page.name}: {target}: no heading gives #{anchor}")
+    for target in links(page):
+        if not target or EXTERNAL.match(target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists():
+            broken.append(f"{page.name}: {target}: no file {path}")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            broken.append(f"{page.name}: {target}: no heading gives #{anchor}")
     return broken
+
+
+def links(page: Path) -> list[str]:
+    """The target of every link and image of the page's prose (a link's text may wrap)."""
+    prose = "\n".join(_prose(page.read_text(encoding="utf-8")))
+    return LINK.findall(CODE_SPAN.sub("", prose))
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda page: str(page.relative_to(REPO)))
@@ -87,10 +94,7 @@ def test_every_relative_link_resolves(page: Path) -> None:
 
 
 def test_the_readme_links_every_page_of_docs() -> None:
-    readme = REPO / "README.md"
-    linked = {(readme.parent / target.partition("#")[0]).resolve()
-              for line in _prose(readme.read_text(encoding="utf-8"))
-              for target in LINK.findall(CODE_SPAN.sub("", line))}
+    linked = {(REPO / target.partition("#")[0]).resolve() for target in links(REPO / "README.md")}
     assert [page.relative_to(REPO).as_posix() for page in pages()[1:]
             if page.resolve() not in linked] == []
 
@@ -107,7 +111,8 @@ def test_a_missing_page_or_anchor_is_caught(tmp_path: Path) -> None:
         "# Page\n\n## Fine\n\n"
         "[ok](other.md) [ok](other.md#results-ppr-musique) [ok](other.md#results-ppr-musique-1)"
         " [ok](#fine) [web](https://example.org/x.md#nowhere)\n"
-        "[gone](missing.md) [bad anchor](other.md#results-ppr-musique-2) [here](#nope)\n"
+        "[gone](missing.md) [bad anchor](other.md#results-ppr-musique-2) [a link\n"
+        "that wraps](#nope)\n"
         "`[code](missing-in-a-code-span.md)`\n\n```\n[fenced](missing-in-a-fence.md)\n```\n")
     assert broken_links(page) == [
         "page.md: missing.md: no file missing.md",
@@ -123,5 +128,6 @@ def test_anchors_follow_githubs_rule() -> None:
     assert slug("PPR as a channel of KET-RAG and HugRAG, and better seeds") == (
         "ppr-as-a-channel-of-ket-rag-and-hugrag-and-better-seeds")
     assert slug("The `ppr` strategy") == "the-ppr-strategy"
+    assert slug("**Adding** a _method_ to `__init__.py`") == "adding-a-method-to-__init__py"
     assert slug("Sharing a machine (`python benchmarks/llm_contention.py`)") == (
         "sharing-a-machine-python-benchmarksllm_contentionpy")
