@@ -13,8 +13,9 @@ break).
 
 Two renderings of each prompt: ``completion`` (plain few-shot text, the
 default: the bundled Gemma 3 270M ships without a chat template and answers
-far better this way, and SmolLM2 does too — see README) and ``chat`` (the
-model's chat template, for instruction-tuned models given by path).
+far better this way, and SmolLM2 does too — see docs/results.md, "Which bundled
+LLM is the default") and ``chat`` (the model's chat template, for instruction-tuned
+models given by path).
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ Decisions:
   a pair both name keeps the LLM's orientation, both descriptions and the higher
   strength, and a pair the LLM left out keeps its nlp relation or co-occurrence
   edge. Measured on 30 2Wiki paragraphs with SmolLM2, the LLM's relationships alone
-  recall 0.20 of the gold triples, with the nlp ones beside them 0.97 (README,
-  "Extraction at corpus scale").
+  recall 0.20 of the gold triples, with the nlp ones beside them 0.97
+  (docs/results.md, "Extraction at corpus scale").
 * Bad input is recorded, never an error: a chunk with fewer than two entities gets
   no call (``no_entities``); a call whose triples name no two distinct known
   entities, or that fails validation on every attempt, leaves the nlp extraction as

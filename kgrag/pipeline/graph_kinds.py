@@ -203,7 +203,8 @@ EXTRACTION_COMMON = (
           "LLM for extraction (methods llm and hybrid) and for the other knowledge-building "
           "calls (description summaries, HugRAG module summaries and gates; any method): a "
           "bundled name or a .gguf path; null uses models.llm. SmolLM2 in chat style extracts "
-          "about as much as Gemma in a quarter of the time (README).", default=None),
+          "about as much as Gemma in a quarter of the time (docs/results.md).",
+          default=None),
     Param("prompt", {"enum": ["completion", "chat"]},
           "completion (plain few-shot text; the bundled base models) or chat (chat template), "
           "for every call of the extraction LLM.", default="completion"),

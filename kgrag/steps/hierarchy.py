@@ -13,8 +13,8 @@
                the manifest.
 
 The LLM options cost one call per module and per check, which adds up to hours for the
-thousands of modules of a whole HolisQA domain extracted with ``nlp`` (README, "HugRAG
-on whole HolisQA domains"); the no-LLM options take seconds.
+thousands of modules of a whole HolisQA domain extracted with ``nlp`` (docs/results.md,
+"HugRAG on whole HolisQA domains"); the no-LLM options take seconds.
 
 A graph too small for a hierarchy (no module of two or more entities) is not an
 error: the build records the fallback and ``hugrag`` searches entity

@@ -136,7 +136,7 @@ def test_training_lowers_the_loss_and_the_same_seed_repeats_it(tmp_path):
 @pytest.mark.integration
 @pytest.mark.xfail(strict=True, reason="known shortfall: on SmolLM2-135M the two identical "
                    "prompts plateau at the 50/50 prior (loss ln 2 per answer token) and both "
-                   "graphs give the same city (README, \"RAS on HotpotQA\")")
+                   "graphs give the same city (docs/results.md, \"RAS on HotpotQA\")")
 def test_the_graph_token_decides_the_answer(tmp_path):
     paris = [[("France", "capital", "Paris")]]
     rome = [[("Italy", "capital", "Rome")]]
