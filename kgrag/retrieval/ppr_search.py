@@ -100,6 +100,10 @@ WALK_PARAMS = (
           "(rendered as 'SUBJECT relation OBJECT') whose embeddings are nearest the "
           "question's also seed the walk, weighted by similarity times specificity. Embeds "
           "every relationship once (cached). Left out: names found in the question only."),
+    Param("name_links", {"type": "integer", "minimum": 1},
+          "the this-many phrase nodes whose name embeddings are nearest the question's "
+          "vector also seed the walk, weighted by similarity times specificity. Embeds every "
+          "entity name once (cached). Left out: no name links."),
 )
 NO_SEED = "no entity of the question is in the graph: dense ranking"
 # the settings that shape a search (its graph, seeds and walk), not what a strategy does
@@ -129,12 +133,12 @@ class PprSearch:
     def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, *, damping: float,
                  max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
                  mentions: Callable[[str], list[str]] | None = None,
-                 nearest: NearestNames | None = None, facts: FactLinks | None = None) -> None:
+                 nearest: NearestNames | None = None, links: list[FactLinks] = ()) -> None:
         self.graph, self.walk = graph, Walk(graph.adjacency)
         self.chunk_matrix = chunk_matrix
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
         self.dense_seed_chunks = dense_seed_chunks
-        self.mentions, self.nearest, self.facts = mentions, nearest, facts
+        self.mentions, self.nearest, self.links = mentions, nearest, list(links)
         self.walked: dict[tuple[str, bytes], tuple[list[str], dict[str, float], dict]] = {}
 
     @classmethod
@@ -175,10 +179,10 @@ class PprSearch:
         entity_graph = EntityGraph.build(entities, relationships, ids, titles,
                                          config["specific_steps"], phrases,
                                          config.get("relations", True))
-        mentions = nearest = facts = None
+        mentions = nearest = facts = names = None
         if config.get("question_mentions"):
             mentions = ExtractorMentions(resources.pipeline)
-        if config.get("nearest_names") or config.get("synonyms"):
+        if any(config.get(k) for k in ("nearest_names", "synonyms", "name_links")):
             vectors = resources.embedder.encode(entity_graph.names)
             if config.get("synonyms"):
                 entity_graph = entity_graph.with_synonyms(
@@ -186,6 +190,8 @@ class PprSearch:
             if config.get("nearest_names"):
                 nearest = NearestNames(vectors, resources.embedder.encode,
                                        config["nearest_names"])
+            if config.get("name_links"):
+                names = FactLinks.names(vectors, config["name_links"])
         if config.get("fact_links"):
             node = {name: i for i, name in enumerate(entity_graph.names)}
             facts = FactLinks.build(relationships, node.get,
@@ -198,12 +204,12 @@ class PprSearch:
         return cls(entity_graph, matrix, damping=config["damping"],
                    max_iterations=config["max_iterations"], dense_seeds=config["dense_seeds"],
                    dense_seed_chunks=config["dense_seed_chunks"], mentions=mentions,
-                   nearest=nearest, facts=facts)
+                   nearest=nearest, links=[links for links in (facts, names) if links])
 
     def seeds(self, question: str, vector: np.ndarray | None = None) -> Seeds:
         """Names in the question, then the extractor's mentions matched by name, then
         (with ``nearest``) the unmatched mentions linked to their nearest name, then (with
-        ``facts``) the ends of the facts nearest the question's vector."""
+        ``links``: fact links, name links) the nodes nearest the question's vector."""
         nodes = self.graph.link(question)
         nearest: dict[str, str] = {}
         if self.mentions is not None:
@@ -216,9 +222,12 @@ class PprSearch:
                 nearest = {m: self.graph.names[node] for m, node in linked.items()}
         nodes = list(dict.fromkeys(nodes))
         certainty = [1.0] * len(nodes)
-        if self.facts is not None and vector is not None:
-            for node, similarity in self.facts.link(vector).items():
-                if node not in nodes:
+        for links in self.links if vector is not None else []:
+            for node, similarity in links.link(vector).items():
+                if node in nodes:
+                    at = nodes.index(node)
+                    certainty[at] = max(certainty[at], similarity)
+                else:
                     nodes.append(node)
                     certainty.append(similarity)
         return Seeds(nodes, nearest, certainty)

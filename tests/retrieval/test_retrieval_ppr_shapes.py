@@ -96,7 +96,7 @@ def test_fact_links_seed_the_ends_of_the_nearest_facts():
     assert linked == {node["JOHNNY LEE"]: 1.0, node["CANBERRA"]: 1.0}
     # a question that names nothing of the graph is linked through the facts, and its
     # seeds say how sure each link is
-    linking = search(facts=facts)
+    linking = search(links=[facts])
     linking.graph = graph
     seeds = linking.seeds("Who was born there?", np.array([1.0, 0.0]))
     assert sorted(seeds.nodes) == sorted(linked) and seeds.certainty == [1.0, 1.0]
@@ -138,3 +138,17 @@ def test_fact_links_on_a_graph_without_relationships_is_refused(tmp_path):
                             relationships.with_columns(description=pl.lit("")))
     with pytest.raises(KgragError, match="fact_links"):
         PprStrategy.load({**CONFIG, "fact_links": 5}, folders, resources())
+
+
+def test_name_links_seed_the_names_nearest_the_question_weighted_by_similarity():
+    graph = EntityGraph.build(*tables(), CHUNK_IDS, None)
+    vectors = axis_embed(graph.names)  # CANBERRA along x, every other name along y
+    names = FactLinks.names(vectors, top_k=1)
+    canberra = graph.names.index("CANBERRA")
+    assert names.link(np.array([0.8, 0.6])) == {canberra: pytest.approx(0.8)}
+    linking = search(links=[names])
+    linking.graph = graph
+    # a name found in the question keeps certainty 1; the name link adds its similarity
+    seeds = linking.seeds("Was Forbidden Ground shot there?", np.array([0.8, 0.6]))
+    assert seeds.nodes == [graph.names.index("FORBIDDEN GROUND"), canberra]
+    assert seeds.certainty == [1.0, pytest.approx(0.8)]
