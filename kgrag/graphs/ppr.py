@@ -42,8 +42,9 @@ class Walk:
             raise KgragError("PageRank needs non-negative edge weights")
         out_weight = np.asarray(adjacency.sum(axis=1)).ravel()
         self.n = n
-        self.dangling = out_weight == 0
-        inverse = np.divide(1.0, out_weight, out=np.zeros(n), where=~self.dangling)
+        dangling = out_weight == 0
+        self.dangling = np.flatnonzero(dangling)  # indices: a gather per step, not a mask
+        inverse = np.divide(1.0, out_weight, out=np.zeros(n), where=~dangling)
         self.transition_t = (sp.diags(inverse) @ adjacency).T.tocsr()
 
     def run(self, restart: np.ndarray | None = None, damping: float = 0.85,

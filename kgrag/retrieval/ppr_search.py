@@ -62,9 +62,10 @@ WALK_PARAMS = (
           "by less than 1e-10).", default=50),
     Param("dense_seeds", {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
           "share of the restart mass given to the dense_seed_chunks chunks nearest the "
-          "question, by their min-max normalised cosine; 0 seeds entities only. (HippoRAG 2's "
-          "0.05 is a per-passage weight beside unnormalised entity weights, a far larger "
-          "share.)", default=0),
+          "question, by their min-max normalised cosine (the passage nodes' own restart "
+          "mass); 0 seeds entities only. Default: 0.02 for strategy ppr, 0 for the ppr "
+          "channels of ket and hugrag. (HippoRAG 2's 0.05 is a per-passage weight beside "
+          "unnormalised entity weights, a far larger share.)", default=0),
     Param("dense_seed_chunks", {"type": "integer", "minimum": 1},
           "how many of the chunks nearest the question share the dense_seeds mass.",
           default=10),
@@ -91,7 +92,8 @@ WALK_PARAMS = (
     Param("phrases", {"enum": ["all", "named"]},
           "which entities are phrase nodes: all (every extracted entity and noun chunk) or "
           "named (named entities other than dates and numbers, and noun chunks that are or "
-          "hold a proper name; titles stay). Left out: all.", off="all"),
+          "hold a proper name; titles stay). Default: named for strategy ppr, all for the "
+          "ppr channels of ket and hugrag.", off="all"),
     Param("relations", {"type": "boolean"},
           "keep the entity–entity relationship edges; false walks the phrase–passage graph "
           "alone. Left out: true.", off=True),

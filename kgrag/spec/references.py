@@ -95,7 +95,9 @@ def prune_defaults(filled: Config) -> Config:
     """Drop the defaults the schema filled in for parameters that do not apply to an
     item's kind, strategy or training method, and the ``off`` values, so configs (and
     fingerprints) carry only what an item uses; fill the defaults that differ by strategy
-    (θ) or method (a seed)."""
+    (θ) or method (a seed). A parameter whose default changed after specs landed keeps
+    its old behaviour as its ``off`` value: a landed spec that writes it out keeps its
+    fingerprints, and one that leaves it out gets the new default."""
     from kgrag.training import TRAINING_METHODS
 
     strategies, graph_kinds, _ = declared()
@@ -109,7 +111,9 @@ def prune_defaults(filled: Config) -> Config:
         entry = {k: v for k, v in q.items()
                  if k in param_names(params) | COMMON_STRATEGY
                  and not (k in off and v == off[k])}
-        query.append(with_defaults(entry, params))
+        # a parameter set to its off value stays off, whatever its default for new specs
+        dropped = {k for k, v in q.items() if k in off and v == off[k]}
+        query.append(with_defaults(entry, tuple(p for p in params if p.name not in dropped)))
     training = []
     for t in filled.get("training", []):
         params = TRAINING_METHODS[t["method"]].params

@@ -31,6 +31,8 @@ from tests.conftest import SHARED_DATA, make_project, write_spec
 from tests.standin import RuleLLM, run_with
 
 GOLDEN = Path(__file__).with_name("golden")
+# ppr's defaults as these snapshots were taken, before phrases: named and dense_seeds: 0.02
+LANDED_PPR = {"phrases": "all", "dense_seeds": 0}
 TIMES = {"retrieval_ms_p50", "retrieval_ms_p95", "retrieval_llm_ms_p50", "wall_s",
          "chunks_per_min"}
 
@@ -51,9 +53,10 @@ def musique_llm(project: Path) -> Path:
          "budget_tokens": 600},
         {"name": "bm25", "strategy": "bm25", "budget_tokens": 600},
         {"name": "rrf", "strategy": "fusion", "fuse": ["dense", "bm25"], "budget_tokens": 600},
-        {"name": "ppr", "strategy": "ppr", "skeleton": "skel", "budget_tokens": 600},
+        {"name": "ppr", "strategy": "ppr", "skeleton": "skel", "budget_tokens": 600,
+         **LANDED_PPR},
         {"name": "ppr-entities", "strategy": "ppr", "entities": "ents", "dense_seeds": 0.05,
-         "budget_tokens": 600},
+         "budget_tokens": 600, "phrases": "all"},
     ]
     return write_spec(
         project, "musique-llm",
@@ -89,7 +92,8 @@ def holisqa_hybrid(project: Path) -> Path:
          "budget_tokens": 600},
         {"name": "hug-flat", "strategy": "hugrag", "hierarchy": "h", "use_hierarchy": False,
          "causal_filter": False, "budget_tokens": 600},
-        {"name": "ppr", "strategy": "ppr", "hierarchy": "h", "budget_tokens": 600},
+        {"name": "ppr", "strategy": "ppr", "hierarchy": "h", "budget_tokens": 600,
+         **LANDED_PPR},
     ]
     return write_spec(
         project, "holisqa-hybrid",
