@@ -152,3 +152,25 @@ def test_name_links_seed_the_names_nearest_the_question_weighted_by_similarity()
     seeds = linking.seeds("Was Forbidden Ground shot there?", np.array([0.8, 0.6]))
     assert seeds.nodes == [graph.names.index("FORBIDDEN GROUND"), canberra]
     assert seeds.certainty == [1.0, pytest.approx(0.8)]
+
+
+def test_ppr_defaults_apply_where_a_spec_is_silent_and_off_values_stay_off(project):
+    from kgrag.spec.load import load_spec
+    from tests.conftest import write_spec
+
+    query = [{"name": "new", "strategy": "ppr", "entities": "ents"},
+             {"name": "landed", "strategy": "ppr", "entities": "ents", "phrases": "all",
+              "dense_seeds": 0},
+             {"name": "ket", "strategy": "ket", "skeleton": "skel", "bipartite": "kw",
+              "skeleton_search": "ppr"}]
+    path = write_spec(project, corpus={"dataset": "musique", "path": "../corpus.jsonl"},
+                      extraction={"method": "nlp"},
+                      graphs=[{"name": "ents", "kind": "entities"},
+                              {"name": "skel", "kind": "skeleton"},
+                              {"name": "kw", "kind": "bipartite"}],
+                      query=query)
+    entries = {q["name"]: q for q in load_spec(path).query}
+    assert entries["new"]["phrases"] == "named" and entries["new"]["dense_seeds"] == 0.02
+    assert "phrases" not in entries["landed"] and entries["landed"]["dense_seeds"] == 0
+    # the channels of ket and hugrag keep the walk's own defaults
+    assert "phrases" not in entries["ket"] and entries["ket"]["dense_seeds"] == 0
