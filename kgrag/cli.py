@@ -88,7 +88,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     from kgrag import api
 
-    if args.question not in (None, STDIN):
+    if args.question != STDIN:
         _print_query(api.query(args.spec, args.question, args.strategy, echo=_quiet))
         return 0
     querier = api.open_query(args.spec, args.strategy, echo=_quiet)

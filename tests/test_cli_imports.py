@@ -12,7 +12,7 @@ from tests.conftest import REPO
 
 # what validating never needs: vector store, embedder, LLM, NLP, clustering, plotting
 HEAVY = ("lancedb", "pyarrow", "torch", "sentence_transformers", "transformers", "llama_cpp",
-         "spacy", "igraph", "leidenalg", "networkx", "plotly")
+         "spacy", "igraph", "leidenalg", "networkx", "scipy", "plotly")
 PROBE = """
 import json, sys
 from kgrag.cli import main
