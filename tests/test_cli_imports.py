@@ -1,6 +1,6 @@
 """A command imports what it needs: ``kgrag validate`` checks a spec without the
-libraries that only building, searching or answering use (LanceDB's import alone takes
-about a second)."""
+libraries that only building, searching or answering use, whose imports would take
+longer than the check."""
 
 from __future__ import annotations
 

@@ -174,6 +174,7 @@ class Models:
             described["pipeline"] = {"name": self.pipeline.name, **self.pipeline.identity()}
         return described
 
+
 def _nodes(value: Any) -> Iterator[Any]:
     """``value`` and everything nested in it (a JSON-like tree of dicts and lists)."""
     yield value

@@ -5,8 +5,8 @@ atomically with the rest of the artefact and travels with the run.
 
 LanceDB and pyarrow are imported when a table is created or opened, not with this
 module: the step kinds and strategies that use tables are imported by every command
-(their declarations are the spec's registries), and importing LanceDB takes about a
-second, which `kgrag validate` should not pay.
+(their declarations are the spec's registries), and importing LanceDB costs more than
+all the rest of `kgrag validate`.
 """
 
 from __future__ import annotations
