@@ -29,7 +29,6 @@ from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.runner import run_plan
 from kgrag.pipeline.step import Counts
-from kgrag.report.page import write_report
 from kgrag.spec import Spec, load_spec
 from kgrag.spec.model import default_cache_dir
 from kgrag.steps import KINDS
@@ -138,11 +137,15 @@ def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = prin
                         run_dir=session.run_dir, force=force, echo=echo)
     if "evaluate" not in session.plan.by_name():
         return RunResult(manifest, None, None)
+    from kgrag.report.page import write_report  # plotly: only for a run that evaluated
+
     return RunResult(manifest, read_metrics(session.run_dir), write_report(session.run_dir))
 
 
 def report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Write the report of the finished run in ``run_dir`` (see ``kgrag.report``)."""
+    from kgrag.report.page import write_report
+
     return write_report(Path(run_dir), None if out is None else Path(out))
 
 
@@ -158,32 +161,63 @@ class QueryResult:
     trace: dict[str, Any] = field(default_factory=dict)  # the strategy's why (seeds, scores)
 
 
-def query(spec_path: str | Path, question: str, strategy: str | None = None,
-          echo: Echo = print) -> QueryResult:
-    """Answer one question with one of the spec's strategies (building the index if needed)."""
+@dataclass(frozen=True)
+class Querier:
+    """One query strategy of a spec, ready to answer: its index open, its models
+    resolved (and loaded on their first cache miss) and the documents' titles read, once
+    for every question ``ask`` is given."""
+
+    session: Session
+    name: str
+    step: Step
+    strategy: Any
+    titles: dict[str, str]  # doc id → title
+
+    def ask(self, question: str) -> QueryResult:
+        """Retrieve for ``question`` and answer it from what was retrieved."""
+        models, answering = self.session.models, self.session.spec.answer
+        vector = models.embedder_of(self.step.config["embedder"]).encode([question])[0]
+        started = time.perf_counter()
+        context = self.strategy.retrieve(question, vector)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        text, _ = answer(models.llm("answerer"), context.text, question,
+                         max_tokens=answering["max_tokens"], style=answering["prompt"],
+                         length=answering["length"])
+        return QueryResult(question, self.name, context.unit_ids,
+                           [self.titles[d] for d in context.doc_ids], context.tokens,
+                           elapsed_ms, text, context.trace)
+
+
+def open_query(spec_path: str | Path, strategy: str | None = None,
+               echo: Echo = print) -> Querier:
+    """Load one of the spec's strategies for questions (building its index if needed)."""
     session = open_session(spec_path)
-    strategies = {q["name"]: q for q in session.spec.query}
-    name = strategy or next(iter(strategies), None)
-    if name not in strategies:
-        raise KgragError(f"no query strategy {name!r} in {session.spec.path.name}; "
-                         f"choose from: {', '.join(strategies) or '(none)'}")
-    step = session.plan.queries[name]
+    name, step = _query_step(session, strategy)
     index_steps = [dep for role, dep in step.inputs.items() if role != "corpus"]
     run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
              steps=session.plan.upstream(index_steps), echo=echo)
     inputs = {role: session.artefact(dep) for role, dep in step.inputs.items()}
     chosen = load_strategy(step.config, inputs, session.models)
-    vector = session.models.embedder_of(step.config["embedder"]).encode([question])[0]
-    started = time.perf_counter()
-    context = chosen.retrieve(question, vector)
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    text, _ = answer(session.models.llm("answerer"), context.text, question,
-                     max_tokens=session.spec.answer["max_tokens"],
-                     style=session.spec.answer["prompt"], length=session.spec.answer["length"])
     documents = read_documents(session.artefact("corpus"), ["doc_id", "title"])
-    title_of = dict(zip(documents["doc_id"], documents["title"]))
-    return QueryResult(question, name, context.unit_ids, [title_of[d] for d in context.doc_ids],
-                       context.tokens, elapsed_ms, text, context.trace)
+    return Querier(session, name, step, chosen,
+                   dict(zip(documents["doc_id"], documents["title"])))
+
+
+def _query_step(session: Session, strategy: str | None) -> tuple[str, Step]:
+    """The strategy a query names (default: the spec's first) and its retrieve step."""
+    strategies = {q["name"]: q for q in session.spec.query}
+    name = strategy or next(iter(strategies), None)
+    if name not in strategies:
+        raise KgragError(f"no query strategy {name!r} in {session.spec.path.name}; "
+                         f"choose from: {', '.join(strategies) or '(none)'}")
+    return name, session.plan.queries[name]
+
+
+def query(spec_path: str | Path, question: str, strategy: str | None = None,
+          echo: Echo = print) -> QueryResult:
+    """Answer one question with one of the spec's strategies (building the index if needed);
+    ``open_query`` answers many with one load."""
+    return open_query(spec_path, strategy, echo).ask(question)
 
 
 def bundle(spec_path: str | Path, out: str | Path, *, copy_corpus: bool = True

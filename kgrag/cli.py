@@ -10,11 +10,16 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kgrag.errors import KgragError
 
+if TYPE_CHECKING:
+    from kgrag.api import QueryResult
+
 EXIT_USER_ERROR = 2
 EXIT_MISMATCH = 1  # a replay whose metrics differ from its bundle's
+STDIN = "-"  # `kgrag query SPEC -`: the questions are standard input's lines
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -83,7 +88,26 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     from kgrag import api
 
-    result = api.query(args.spec, args.question, args.strategy, echo=lambda s: None)
+    if args.question != STDIN:
+        _print_query(api.query(args.spec, args.question, args.strategy, echo=_quiet))
+        return 0
+    querier = api.open_query(args.spec, args.strategy, echo=_quiet)
+    if sys.stdin.isatty():
+        print("kgrag: ready; a question per line, Ctrl-D to end", file=sys.stderr)
+    for line in sys.stdin:
+        if line.strip():
+            print(f"question: {line.strip()}")
+            _print_query(querier.ask(line.strip()))
+            print()
+    return 0
+
+
+def _quiet(line: str) -> None:
+    """Echo for the index steps a query runs: their lines would hide the answer."""
+
+
+def _print_query(result: QueryResult) -> None:
+    """What the strategy retrieved and why, and the answer, as ``kgrag query`` shows it."""
     print(f"strategy: {result.strategy}  ({result.context_tokens} context tokens, "
           f"{result.retrieval_ms:.1f} ms)")
     scores = result.trace.get("scores", {})
@@ -99,7 +123,6 @@ def _cmd_query(args: argparse.Namespace) -> int:
     for unit, title in zip(result.unit_ids, result.titles):
         print(f"  {unit}  {title}" + (f"  (score {scores[unit]:.4g})" if unit in scores else ""))
     print(f"answer: {result.answer}")
-    return 0
 
 
 def _cmd_bundle(args: argparse.Namespace) -> int:
@@ -178,9 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the page to write (default: OUTPUTS_DIR/report.html)")
     p.set_defaults(func=_cmd_report)
 
-    p = sub.add_parser("query", help="answer one question against the built index")
+    p = sub.add_parser("query", help="answer a question against the built index, or each "
+                       "line of standard input with one load")
     p.add_argument("spec")
-    p.add_argument("question")
+    p.add_argument("question", nargs="?", default=STDIN,
+                   help="the question; none or '-': read questions from standard input, one "
+                        "per line, loading the models and the index once")
     p.add_argument("--strategy", help="a query strategy name from the spec (default: first)")
     p.set_defaults(func=_cmd_query)
 

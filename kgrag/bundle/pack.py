@@ -75,7 +75,7 @@ def make_bundle(session: Session, out: Path, *, copy_corpus: bool = True) -> Bun
     if copy_corpus:
         for source in sources:
             members |= {name: file.read_bytes() for name, file in source.files().items()}
-    described = session.models.describe()
+    described = session.models.describe(step.config for step in session.plan.steps)
     index = {
         "name": spec.name, "spec": spec_member,
         "sources": [source.record(copy_corpus) for source in sources],

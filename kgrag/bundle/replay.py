@@ -115,6 +115,8 @@ def _model_problems(spec: Spec, recorded: dict[str, dict[str, Any]]) -> list[str
         wanted["extraction_llm"] = (resolve_llm, spec.extraction["model"])
     problems = []
     for role, (resolve, name) in wanted.items():
+        if role not in recorded:  # the run used no such model (an LLM-free run)
+            continue
         expected = recorded[role]["sha256"]
         try:
             found = resolve(name, base)

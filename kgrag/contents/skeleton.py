@@ -8,13 +8,16 @@ vectors (for users: no strategy reads them) and a GraphML export of the graph.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 import polars as pl
 
 from kgrag.contents.entities import write_entity_tables, write_entity_vectors
 from kgrag.store.vectors import VectorTable
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 RELATIONSHIP_TABLE = "relationships"  # vectors of "source -- target: description"
 GRAPHML = "skeleton.graphml"
@@ -29,4 +32,6 @@ def write_skeleton(folder: Path, entities: pl.DataFrame, relationships: pl.DataF
     if relationship_vectors is not None:
         VectorTable.create(folder, RELATIONSHIP_TABLE, relationships["relationship_id"].to_list(),
                            relationship_vectors)
+    import networkx as nx  # imported by the step that writes a skeleton, not by every command
+
     nx.write_graphml(graph, folder / GRAPHML)

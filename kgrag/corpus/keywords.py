@@ -33,9 +33,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 # Common English function words, written for kgrag (no downloaded list needed).
 STOP_WORDS = frozenset({
@@ -104,6 +107,8 @@ def keyword_matrix(texts: Sequence[str], *, lower: bool = False
     first seen. Entries are int32 ones: a product ``X @ X.T`` then counts
     shared keywords exactly, without the overflow a narrower type would risk.
     """
+    import scipy.sparse as sp  # imported where a sparse matrix is made, not by every command
+
     vocabulary: dict[str, int] = {}
     rows: list[int] = []
     columns: list[int] = []

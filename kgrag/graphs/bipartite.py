@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
 
 from kgrag.corpus.keywords import keyword_matrix
 from kgrag.corpus.sentences import split_sentences
@@ -88,6 +87,8 @@ def build_bipartite(subchunks: pl.DataFrame, sentence_vectors_fn: SentenceVector
     vectors = _embed(texts, sentence_vectors_fn)
     incidence, vocabulary = keyword_matrix(texts)  # distinct sentence × keyword
     # occurrences[s, u] = how often distinct sentence u occurs in sub-chunk s.
+    import scipy.sparse as sp  # imported where a sparse matrix is made, not by every command
+
     occurrences = sp.csr_matrix(
         (np.ones(len(occurrence_sentence)), (occurrence_subchunk, occurrence_sentence)),
         shape=(len(subchunk_ids), len(texts)),

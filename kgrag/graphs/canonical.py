@@ -54,8 +54,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from kgrag.errors import KgragError
 from kgrag.graphs.merge import (
@@ -172,6 +170,9 @@ def _stage_two(canon: list[str], embed: Embed, cosine: float,
 
 def _components(n: int, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
     """The connected component of each of the items 0..n-1 joined by ``pairs``."""
+    import scipy.sparse as sp  # imported where a sparse matrix is made, not by every command
+    from scipy.sparse.csgraph import connected_components
+
     ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     graph = sp.csr_matrix((np.ones(len(ends)), (ends[:, 0], ends[:, 1])), shape=(n, n))
     return connected_components(graph, directed=False)[1]

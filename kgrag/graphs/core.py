@@ -16,13 +16,15 @@ vector is uniform, so the result is deterministic and needs no seed.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import scipy.sparse as sp
 
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 CoreMethod = Literal["pagerank", "uniform"]
 

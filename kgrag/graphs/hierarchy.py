@@ -48,11 +48,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import igraph as ig
-import leidenalg
+from typing import TYPE_CHECKING
 
 from kgrag.errors import KgragError
+
+if TYPE_CHECKING:
+    import igraph as ig
 
 # leidenalg's default number of iterations. Iterating until nothing improves
 # (n_iterations=-1) raised modularity from 0.922 to 0.926 on a 20,000-node sparse
@@ -129,7 +130,11 @@ class Hierarchy:
 
 
 def _graph(nodes: Sequence[str], edges: Sequence[tuple[str, str, float]]) -> ig.Graph:
-    """An undirected igraph over sorted nodes, parallel edges summed, no loops."""
+    """An undirected igraph over sorted nodes, parallel edges summed, no loops.
+    igraph is imported here, when a hierarchy is built: every command imports this
+    module (through the graph kinds' declarations) and most never cluster."""
+    import igraph as ig
+
     names = sorted(set(nodes))
     index = {n: i for i, n in enumerate(names)}
     weights: dict[tuple[int, int], float] = {}
@@ -161,6 +166,8 @@ def _communities(graph: ig.Graph, seed: int, resolution: float) -> list[list[str
     sparse, fragmented entity graphs HugRAG builds (at 20,000 nodes and 16,000
     edges, seconds instead of tens of seconds).
     """
+    import leidenalg
+
     total = sum(graph.es["weight"]) if graph.ecount() else 0.0
     if total <= 0:
         return []

@@ -35,12 +35,15 @@ index is needed at these sizes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from kgrag.corpus.keywords import keyword_matrix
 from kgrag.errors import KgragError
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 # Entries per dense score block (4 Mi: 16 MB of float32 cosines or int32 counts); the
 # peak adds the sparse product of one block, a few tens of MB more at n = 20,000.
@@ -55,6 +58,8 @@ def knn_graph(texts: Sequence[str], vectors: np.ndarray, k: int) -> sp.csr_matri
     and K/2 semantic neighbours, so its degree is at least min(K/2, n - 1).
     Entries are float64 ones, ready for ``kgrag.graphs.core.pagerank``.
     """
+    import scipy.sparse as sp  # imported where a sparse matrix is made, not by every command
+
     n = len(texts)
     if k < 2 or k % 2:
         raise KgragError(f"the KNN graph needs an even K >= 2, got K={k}")

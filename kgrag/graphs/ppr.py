@@ -19,11 +19,14 @@ a few dozen sparse products.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from kgrag.errors import KgragError
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 class Walk:
@@ -34,6 +37,8 @@ class Walk:
     """
 
     def __init__(self, graph: sp.spmatrix) -> None:
+        import scipy.sparse as sp  # imported where a walk is made, not by every command
+
         adjacency = sp.csr_matrix(graph, dtype=np.float64)
         n = adjacency.shape[0]
         if adjacency.shape != (n, n):

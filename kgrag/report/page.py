@@ -98,10 +98,11 @@ def _page(run: RunFolder) -> str:
 
 def _summary(run: RunFolder) -> str:
     manifest, metrics = run.manifest, run.metrics
+    # the models the run's steps used, as its manifest names them (an LLM-free run, none)
     models = ", ".join(f"{role} {model['name']}" for role, model in manifest["models"].items())
     return (f'<p class="muted">{escape(metrics["dataset"])}, {metrics["n_questions"]} '
             f"questions · spec {escape(manifest['spec'])} · finished "
-            f"{escape(manifest.get('finished', '?'))} · {escape(models)} · kgrag "
+            f"{escape(manifest.get('finished', '?'))} · {escape(models or 'no model')} · kgrag "
             f"{escape(manifest['libraries'].get('kgrag', '?'))}</p>")
 
 

@@ -15,9 +15,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import bm25s
 import numpy as np
-from bm25s.tokenization import Tokenizer as WordSplitter
 
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.units import Evidence, Units
@@ -33,6 +31,9 @@ class Bm25Index:
     """BM25 scores of every unit for a question."""
 
     def __init__(self, units: Units) -> None:
+        import bm25s  # imported when an index is built: with it comes scipy
+        from bm25s.tokenization import Tokenizer as WordSplitter
+
         self.ids = list(units.text)
         self.words = WordSplitter(stopwords="english")
         # Word ids, not strings: the splitter's vocabulary is then the index's, and a

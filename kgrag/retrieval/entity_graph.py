@@ -30,16 +30,27 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
-from bm25s.stopwords import STOPWORDS_EN
 
 from kgrag.graphs.names import normalise_name
 
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
 MAX_STRENGTH = 10.0  # relationship strengths are on the extraction's 1–10 scale
-STOPWORDS = frozenset(STOPWORDS_EN)
+
+
+@cache
+def _stopwords() -> frozenset[str]:
+    """bm25s's English stop words, imported on first use: bm25s imports scipy, which
+    commands that build or search no graph need not pay for."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
 
 
 def words(text: str) -> tuple[str, ...]:
@@ -81,7 +92,7 @@ def named_phrases(entities: pl.DataFrame) -> list[bool]:
 def _capitalised(name: str, sentence: str) -> bool:
     """Whether a word of ``name`` (not a stop word) is capitalised in ``sentence``
     somewhere other than at its start."""
-    wanted = {w for w in words(name) if w not in STOPWORDS}
+    wanted = {w for w in words(name) if w not in _stopwords()}
     return any(match.group().casefold() in wanted and match.group()[0].isupper()
                for match in re.finditer(r"\w+", sentence) if match.start() > 0)
 
@@ -110,6 +121,8 @@ class EntityGraph:
             entities = entities.filter(pl.Series(named_phrases(entities)))
         if not relations:
             relationships = relationships.clear()
+        import scipy.sparse as sp  # imported where a graph is built, not by every command
+
         chunks = {c: j for j, c in enumerate(chunk_ids)}
         index: dict[str, int] = {}
         aliases: dict[str, list[str]] = {}
@@ -146,7 +159,7 @@ class EntityGraph:
         for name, node in index.items():
             for alias in [name, *aliases.get(name, [])]:
                 key = words(alias)
-                if key and not set(key) <= STOPWORDS:
+                if key and not set(key) <= _stopwords():
                     keys.setdefault(key, node)
         return cls(list(index), chunk_ids, adjacency, mentions, keys,
                    max((len(k) for k in keys), default=0))
@@ -174,6 +187,8 @@ class EntityGraph:
         """This graph plus an edge of weight ``cosine`` for every (entity, entity,
         cosine) pair: HippoRAG's synonym edges, so that mass reaches "TOLKIEN" from
         "J. R. R. TOLKIEN" though no chunk names both."""
+        import scipy.sparse as sp
+
         if not pairs:
             return self
         rows, cols, weights = (list(column) for column in zip(*pairs))

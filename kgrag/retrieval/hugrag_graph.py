@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
 
 from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import open_entity_vectors, read_entities, read_relationships
@@ -38,6 +38,9 @@ from kgrag.contents.summaries import open_module_vectors, read_summaries
 from kgrag.corpus.keywords import keyword_matrix, keywords
 from kgrag.retrieval.units import Units
 from kgrag.store.vectors import VectorTable
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 EDGE_TYPES = ("gate", "structural", "membership", "relationship")
 

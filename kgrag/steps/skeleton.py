@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import polars as pl
 
@@ -161,6 +160,8 @@ def skeleton(ctx: StepContext) -> None:
     if ctx.config.get("relationship_vectors", True) and not relationships.is_empty():
         relationship_vectors = encode([f"{s} -- {t}: {d}" for s, t, d in relationships.select(
             "source", "target", "description").iter_rows()])
+    import networkx as nx  # imported by this step, not by every command
+
     graph = nx.Graph()
     for name, kind, description in zip(entities["name"], entities["type"],
                                         entities["description"]):

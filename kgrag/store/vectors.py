@@ -2,17 +2,24 @@
 
 The database lives inside a step's artefact folder, so it is written
 atomically with the rest of the artefact and travels with the run.
+
+LanceDB and pyarrow are imported when a table is created or opened, not with this
+module: the step kinds and strategies that use tables are imported by every command
+(their declarations are the spec's registries), and importing LanceDB costs more than
+all the rest of `kgrag validate`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lancedb
 import numpy as np
-import pyarrow as pa
 
 from kgrag.errors import KgragError
+
+if TYPE_CHECKING:
+    import lancedb
 
 
 class VectorTable:
@@ -26,6 +33,9 @@ class VectorTable:
     def create(cls, folder: Path, name: str, ids: list[str], vectors: np.ndarray) -> VectorTable:
         if len(ids) != len(vectors) or not ids:
             raise KgragError(f"cannot index {len(ids)} ids with {len(vectors)} vectors")
+        import lancedb
+        import pyarrow as pa
+
         dim = vectors.shape[1]
         data = pa.table({
             "id": pa.array(ids, pa.string()),
@@ -36,6 +46,8 @@ class VectorTable:
 
     @classmethod
     def open(cls, folder: Path, name: str) -> VectorTable:
+        import lancedb
+
         try:
             return cls(lancedb.connect(str(folder)).open_table(name))
         except (FileNotFoundError, ValueError) as exc:

@@ -24,12 +24,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from kgrag.graphs.names import clean, is_grounded
 from kgrag.graphs.ppr import personalised_pagerank
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 PROMPT = """You write confusing questions for training a retriever.
 Below is an original question, its answer, and entities from the documents around it.
@@ -61,6 +64,8 @@ def question_graph(names: Sequence[str], types: Sequence[str], descriptions: Seq
                    threshold: float) -> QuestionGraph:
     """The entities and relationships of a question's units, plus the similarity edges
     (weight 1) between entities whose vectors have cosine ≥ ``threshold``."""
+    import scipy.sparse as sp  # imported where a sparse matrix is made, not by every command
+
     index = {name: i for i, name in enumerate(names)}
     rows, cols, weights = [], [], []
     for source, target, weight in edges:

@@ -21,10 +21,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from kgrag.kg.graph import KnowledgeGraph
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 MAX_EXPANSIONS = 64  # triple paths one entity path expands to (parallel relations multiply)
 
@@ -51,6 +53,8 @@ class Supervision:
 
 
 def _digraph(kg: KnowledgeGraph, triples: Sequence[int]) -> nx.MultiDiGraph:
+    import networkx as nx  # imported when supervision is built, not by every command
+
     graph = nx.MultiDiGraph()
     for i in triples:
         graph.add_edge(int(kg.head[i]), int(kg.tail[i]), key=int(i))
@@ -66,6 +70,8 @@ def _expand(graph: nx.MultiDiGraph, nodes: Sequence[int]) -> list[tuple[int, ...
 def shortest_paths(graph: nx.MultiDiGraph, source: int, target: int) -> list[tuple[int, ...]]:
     """Every shortest triple path between two entities, forward or backward, the shorter
     direction's only when both have one."""
+    import networkx as nx
+
     found = []
     for a, b in ((source, target), (target, source)):
         if a in graph and b in graph and a != b and nx.has_path(graph, a, b):

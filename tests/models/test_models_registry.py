@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import time
+
 import pytest
 
 from kgrag.errors import KgragError
@@ -35,3 +40,48 @@ def test_unknown_llm_names_the_bundled_ones(name, tmp_path):
 def test_unknown_embedder_is_a_clear_error(tmp_path):
     with pytest.raises(KgragError, match="unknown embedder 'bge-large'"):
         resolve_embedder("bge-large", tmp_path)
+
+
+def test_a_large_file_is_hashed_once_across_processes_until_it_changes(tmp_path,
+                                                                       isolated_cache):
+    from kgrag.models import registry
+
+    model, small, fresh = tmp_path / "model.bin", tmp_path / "small.bin", tmp_path / "new.bin"
+    model.write_bytes(b"a" * registry.REMEMBER_FROM_BYTES)
+    small.write_bytes(b"tiny")
+    fresh.write_bytes(b"c" * registry.REMEMBER_FROM_BYTES)
+    settled = time.time_ns() - 60 * 10**9
+    for path in (model, small):  # written a minute ago
+        os.utime(path, ns=(settled, settled))
+
+    def fresh_process_hash(path):
+        registry._sha256_cached.cache_clear()  # what a new process starts with
+        return registry.file_sha256(path)
+
+    first = fresh_process_hash(model)
+    assert first == hashlib.sha256(model.read_bytes()).hexdigest()
+    fresh_process_hash(small)
+    fresh_process_hash(fresh)  # being written, maybe: it could change within its mtime tick
+    remembered = json.loads((isolated_cache / registry.HASHES).read_text())
+    assert list(remembered.values()) == [first]  # the large, settled file only
+    # a later process reads the remembered hash rather than the file
+    (isolated_cache / registry.HASHES).write_text(json.dumps(
+        {key: "remembered" for key in remembered}))
+    assert fresh_process_hash(model) == "remembered"
+    # same size, other content, its modification time put back (as rsync -t, tar -x do):
+    # the change time, which no one can set, tells it apart (once past its clock's tick)
+    time.sleep(0.05)
+    model.write_bytes(b"b" * registry.REMEMBER_FROM_BYTES)
+    os.utime(model, ns=(settled, settled))
+    assert fresh_process_hash(model) == hashlib.sha256(model.read_bytes()).hexdigest()
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_only_the_hashing(tmp_path, monkeypatch):
+    from kgrag.models import registry
+
+    monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("not a folder")
+    model = tmp_path / "model.bin"
+    model.write_bytes(b"a" * registry.REMEMBER_FROM_BYTES)
+    registry._sha256_cached.cache_clear()
+    assert registry.file_sha256(model) == hashlib.sha256(model.read_bytes()).hexdigest()

@@ -52,7 +52,7 @@ class Models:
     def usage_snapshot(self):
         return Usage(), Usage()
 
-    def describe(self):
+    def describe(self, configs):
         return {}
 
 
