@@ -538,8 +538,13 @@ def _show(value: Any) -> str:
 
 
 def _quote(value: Any) -> str:
-    """Show a string in single quotes (as in keys and choices), other values as JSON."""
-    if isinstance(value, str):
+    """Show a string in single quotes (as in keys and choices), other values as JSON.
+
+    A string holding a line break or another control character is shown as JSON, its
+    escapes visible (``"qs\\n"``), so that a message stays on one line and says what
+    is wrong.
+    """
+    if isinstance(value, str) and value.isprintable():
         text = value if len(value) <= _MAX_SHOWN else value[: _MAX_SHOWN - 1] + "…"
         return f"'{text}'"
     return _show(value)

@@ -529,3 +529,27 @@ def test_a_nul_character_written_as_an_escape_is_refused(tmp_path: Path) -> None
         f"{path}:5: description: must not contain a NUL character (\\0)",
         f"{path}:6: outputs: must not contain a NUL character (\\0)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "line", "where", "value"),
+    [
+        ("", 1, "name", '"demo\\n"'),
+        ("query:\n  - {name: \"dense-1k\\n\", strategy: naive}\n", 6, "query[0].name",
+         '"dense-1k\\n"'),
+        ("graphs:\n  - {name: \"g\\n\", kind: bipartite}\n", 6, "graphs[0].name", '"g\\n"'),
+        ("training:\n  - {name: \"t\\n\", method: ark}\n", 6, "training[0].name", '"t\\n"'),
+        ("evaluate: {metrics: [\"em\\n\"]}\n", 5, "evaluate.metrics[0]", '"em\\n"'),
+    ],
+    ids=["run", "strategy", "graph", "training", "metric"],
+)
+def test_a_name_ending_in_a_line_break_is_refused(
+    tmp_path: Path, extra: str, line: int, where: str, value: str
+) -> None:
+    """A name becomes a folder and a results row: a pattern's ``$`` is the end of the text."""
+    head = VALID_HEAD.replace("name: demo", 'name: "demo\\n"') if where == "name" else VALID_HEAD
+    path = write(tmp_path, head, extra)
+    messages = check_spec(path)
+    assert len(messages) == 1 and "\n" not in messages[0]
+    assert messages[0].startswith(f"{path}:{line}: {where}: {value} does not match the "
+                                  "required pattern ^")
