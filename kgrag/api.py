@@ -162,11 +162,7 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
           echo: Echo = print) -> QueryResult:
     """Answer one question with one of the spec's strategies (building the index if needed)."""
     session = open_session(spec_path)
-    strategies = {q["name"]: q for q in session.spec.query}
-    name = strategy or next(iter(strategies), None)
-    if name not in strategies:
-        raise KgragError(f"no query strategy {name!r} in {session.spec.path.name}; "
-                         f"choose from: {', '.join(strategies) or '(none)'}")
+    name = _strategy_row(session, strategy)
     step = session.plan.queries[name]
     index_steps = [dep for role, dep in step.inputs.items() if role != "corpus"]
     run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
@@ -184,6 +180,22 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
     title_of = dict(zip(documents["doc_id"], documents["title"]))
     return QueryResult(question, name, context.unit_ids, [title_of[d] for d in context.doc_ids],
                        context.tokens, elapsed_ms, text, context.trace)
+
+
+def _strategy_row(session: Session, strategy: str | None) -> str:
+    """The results-table row ``strategy`` names: a row's own name (``ppr@budget_tokens=2000``
+    for a sweep's), or a spec entry's name, which stands for its first row (a sweep's first
+    value); none names the spec's first row."""
+    rows = list(session.plan.queries)
+    if strategy is None and rows:
+        return rows[0]
+    if strategy in session.plan.queries:
+        return strategy
+    swept = [row for row in rows if row.partition("@")[0] == strategy]
+    if swept:
+        return swept[0]
+    raise KgragError(f"no query strategy {strategy!r} in {session.spec.path.name}; "
+                     f"choose from: {', '.join(rows) or '(none)'}")
 
 
 def bundle(spec_path: str | Path, out: str | Path, *, copy_corpus: bool = True

@@ -199,3 +199,28 @@ def test_query_prints_nearest_name_links_and_hugrag_ppr_seeds(capsys, monkeypatc
     assert "linked by nearest name: CITY OF LIGHT -> PARIS" in out
     code, out, _ = run_cli(capsys, "query", "spec.yaml", "Who?")
     assert code == 0 and "seeds: PARIS (1)" in out
+
+
+def test_query_reaches_every_row_of_a_swept_strategy(project, capsys, monkeypatch):
+    """The row names the results table shows answer, and an entry's name picks its first
+    row; an unknown name lists the rows."""
+    from kgrag import api
+    from tests.standin import RuleLLM
+
+    opened = api.open_session
+    monkeypatch.setattr(api, "open_session", lambda path: opened(path, llm_backend=RuleLLM()))
+    spec = write_spec(project, corpus={"dataset": "musique", "path": "../corpus.jsonl",
+                                       "limit": 1},
+                      query=[{"name": "dense", "strategy": "naive",
+                              "budget_tokens": [300, 600]}])
+    question = "Who founded the company?"
+    for asked, row in [("dense@budget_tokens=600", "dense@budget_tokens=600"),
+                       ("dense", "dense@budget_tokens=300"), (None, "dense@budget_tokens=300")]:
+        code, out, _ = run_cli(capsys, "query", str(spec), question,
+                               *(["--strategy", asked] if asked else []))
+        assert code == 0
+        assert out.startswith(f"strategy: {row}  (") and "answer: An answer" in out
+    code, _, err = run_cli(capsys, "query", str(spec), question, "--strategy", "dense@x=1")
+    assert code == 2 and err == (
+        "kgrag: error: no query strategy 'dense@x=1' in tiny.yaml; choose from: "
+        "dense@budget_tokens=300, dense@budget_tokens=600\n")
