@@ -224,3 +224,21 @@ def test_query_reaches_every_row_of_a_swept_strategy(project, capsys, monkeypatc
     assert code == 2 and err == (
         "kgrag: error: no query strategy 'dense@x=1' in tiny.yaml; choose from: "
         "dense@budget_tokens=300, dense@budget_tokens=600\n")
+
+
+@pytest.mark.parametrize("corpus, problem", [
+    ("loop", "'../loop': symbolic links loop back on themselves (Symlink loop from"),
+    ("loop/inside.jsonl", "'../loop/inside.jsonl': symbolic links loop back on themselves"),
+    ("deep.jsonl", "deep.jsonl:1: nested too deeply to read"),
+])
+def test_a_corpus_that_loops_or_nests_too_deeply_exits_2_with_one_line(project, capsys, corpus,
+                                                                        problem):
+    (project / "loop").symlink_to("loop")
+    (project / "deep.jsonl").write_text('{"id": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    spec = write_spec(project, corpus={"dataset": "musique", "path": f"../{corpus}"})
+    for argv in (["run", str(spec), "--dry-run"], ["run", str(spec)]):
+        if corpus == "deep.jsonl" and "--dry-run" in argv:
+            continue  # a dry run reads no corpus line
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and err.startswith("kgrag: error: ") and problem in err
+        assert len(err.splitlines()) == 1

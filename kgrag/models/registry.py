@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kgrag.errors import KgragError
+from kgrag.spec.model import resolved
 
 
 def _package_dir(module: str) -> Path:
@@ -93,7 +94,8 @@ def _local_path(name: str, base_dir: Path | None) -> Path:
         path = Path(name).expanduser()
     except RuntimeError:  # ~user of no known user, or ~ without a home
         raise KgragError(f"{name!r}: cannot find the home folder '~' refers to") from None
-    return path if path.is_absolute() or base_dir is None else (base_dir / path).resolve()
+    return path if path.is_absolute() or base_dir is None else resolved(base_dir / path,
+                                                                        f"model {name!r}")
 
 
 def _is_file(path: Path) -> bool:

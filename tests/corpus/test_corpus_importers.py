@@ -426,3 +426,17 @@ def test_holisqa_unknown_sentence_id_names_the_line(tmp_path: Path):
                   [holisqa_qa("Q1", "S1"), holisqa_qa("Q2", "S3", "S99")])
     with pytest.raises(KgragError, match=r"qa\.jsonl:2: context sentence id 'S99' is not in"):
         load(tmp_path, "holisqa", "domain")
+
+
+def test_a_line_nested_too_deeply_is_located(tmp_path: Path, data_dir: Path):
+    good = (data_dir / "musique_200.jsonl").read_text(encoding="utf-8").splitlines()[:1]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join([*good, '{"a": ' * 100_000 + "1" + "}" * 100_000]) + "\n")
+    with pytest.raises(KgragError, match=r"deep\.jsonl:2: nested too deeply to read"):
+        load(tmp_path, "musique", path)
+
+
+def test_a_corpus_path_in_a_symbolic_link_loop_is_refused(tmp_path: Path):
+    (tmp_path / "loop").symlink_to("loop")
+    with pytest.raises(KgragError, match=r"'loop': symbolic links loop back on themselves"):
+        load(tmp_path, "jsonl", "loop")

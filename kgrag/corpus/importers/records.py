@@ -76,6 +76,10 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise KgragError(f"{path}:{lineno}: {problem}; fix this line") from None
             except UnicodeDecodeError:
                 raise KgragError(f"{path}:{lineno}: not UTF-8 text; fix this line") from None
+            except RecursionError:  # Python's JSON reader recurses once per level
+                raise KgragError(f"{path}:{lineno}: nested too deeply to read (lists or "
+                                 "objects inside each other past Python's recursion limit); "
+                                 "fix this line") from None
             if not isinstance(record, dict):
                 raise KgragError(f"{path}:{lineno}: expected a JSON object per line")
             yield lineno, record
