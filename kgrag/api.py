@@ -162,8 +162,7 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
           echo: Echo = print) -> QueryResult:
     """Answer one question with one of the spec's strategies (building the index if needed)."""
     session = open_session(spec_path)
-    name = _strategy_row(session, strategy)
-    step = session.plan.queries[name]
+    name, step = _query_step(session, strategy)
     index_steps = [dep for role, dep in step.inputs.items() if role != "corpus"]
     run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
              steps=session.plan.upstream(index_steps), echo=echo)
@@ -182,20 +181,16 @@ def query(spec_path: str | Path, question: str, strategy: str | None = None,
                        context.tokens, elapsed_ms, text, context.trace)
 
 
-def _strategy_row(session: Session, strategy: str | None) -> str:
-    """The results-table row ``strategy`` names: a row's own name (``ppr@budget_tokens=2000``
-    for a sweep's), or a spec entry's name, which stands for its first row (a sweep's first
-    value); none names the spec's first row."""
-    rows = list(session.plan.queries)
-    if strategy is None and rows:
-        return rows[0]
-    if strategy in session.plan.queries:
-        return strategy
-    swept = [row for row in rows if row.partition("@")[0] == strategy]
-    if swept:
-        return swept[0]
-    raise KgragError(f"no query strategy {strategy!r} in {session.spec.path.name}; "
-                     f"choose from: {', '.join(rows) or '(none)'}")
+def _query_step(session: Session, strategy: str | None) -> tuple[str, Step]:
+    """The results-table row ``strategy`` names and its retrieve step: a row by its own name
+    (``ppr@budget_tokens=2000`` for a sweep's), a spec entry by its name, which stands for
+    its first row (a sweep's first value); none names the spec's first row."""
+    rows = session.plan.queries
+    named = [row for row in rows if strategy in (None, row, row.partition("@")[0])]
+    if not named:
+        raise KgragError(f"no query strategy {strategy!r} in {session.spec.path.name}; "
+                         f"choose from: {', '.join(rows) or '(none)'}")
+    return named[0], rows[named[0]]
 
 
 def bundle(spec_path: str | Path, out: str | Path, *, copy_corpus: bool = True
