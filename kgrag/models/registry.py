@@ -14,7 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from kgrag.errors import KgragError
-from kgrag.spec.model import resolved
 
 
 def _package_dir(module: str) -> Path:
@@ -90,6 +89,8 @@ def resolve_embedder(name: str, base_dir: Path | None = None) -> ResolvedModel:
 
 
 def _local_path(name: str, base_dir: Path | None) -> Path:
+    from kgrag.spec.model import resolved
+
     try:
         path = Path(name).expanduser()
     except RuntimeError:  # ~user of no known user, or ~ without a home
