@@ -99,7 +99,7 @@ def test_type_message_for_nullable_bounded_number(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "models:\n  llm:\n    top_p: high\n    n_threads: x\n")
     assert check_spec(path) == [
         f'{path}:7: models.llm.top_p: expected number > 0 and ≤ 1, got "high"',
-        f'{path}:8: models.llm.n_threads: expected integer ≥ 1 or null, got "x"',
+        f'{path}:8: models.llm.n_threads: expected integer ≥ 1 and ≤ 1024 or null, got "x"',
     ]
 
 
@@ -553,3 +553,8 @@ def test_a_name_ending_in_a_line_break_is_refused(
     assert len(messages) == 1 and "\n" not in messages[0]
     assert messages[0].startswith(f"{path}:{line}: {where}: {value} does not match the "
                                   "required pattern ^")
+
+
+def test_a_thread_count_is_bounded(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "models:\n  llm: {n_threads: 1000000}\n")
+    assert check_spec(path) == [f"{path}:6: models.llm.n_threads: must be ≤ 1024, got 1000000"]
