@@ -558,3 +558,21 @@ def test_a_name_ending_in_a_line_break_is_refused(
 def test_a_thread_count_is_bounded(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "models:\n  llm: {n_threads: 1000000}\n")
     assert check_spec(path) == [f"{path}:6: models.llm.n_threads: must be ≤ 1024, got 1000000"]
+
+
+@pytest.mark.parametrize(("value", "shown"), [("0400", '"0400"'), ("4:16", '"4:16"'),
+                                              ("-010", '"-010"'), ("1:30.5", '"1:30.5"')])
+def test_numbers_yaml_versions_read_differently_are_refused(
+    tmp_path: Path, value: str, shown: str
+) -> None:
+    """YAML 1.1 reads 0400 as octal and 4:16 as base 60 (both 256); YAML 1.2 does not."""
+    path = write(tmp_path, VALID_HEAD, f"chunking: {{size: {value}}}\n")
+    assert check_spec(path) == [
+        f"{path}:5: chunking.size: expected integer ≥ 16, got {shown}: YAML versions disagree "
+        + "on a leading 0 (octal) and on colons (base 60); write the number in plain decimal"]
+
+
+def test_such_numbers_are_text_where_text_belongs(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "description: 0400\nchunking: {size: 400}\n")
+    spec = load_spec(path)
+    assert spec.data["description"] == "0400" and spec.chunking["size"] == 400
