@@ -151,16 +151,16 @@ class Spec:
 
     @property
     def output_dir(self) -> Path:
-        """``<root>/<outputs>/<name>``; refuses a location outside the project, or
-        one that cannot be a folder.
+        """``<root>/<outputs>/<name>`` (``~`` in ``outputs`` is the home folder, as in every
+        path a spec names); refuses a location outside the project, or one that cannot be
+        a folder.
 
         Runs write and replace files there, so a typo like ``../../`` must not
         let them land in (or overwrite) somebody else's folder; and a file in the
         way must stop a run before its first step, not when that step is saved.
         """
         root = self.root.resolve()
-        target = resolved(root / self.data["outputs"] / self.name,
-                          f"{self.path}: outputs {self.data['outputs']!r}")
+        target = resolve_path(Path(self.data["outputs"]) / self.name, root, self.path)
         if not target.is_relative_to(root):
             raise KgragError(
                 f"{self.path}: outputs path escapes the project: "
