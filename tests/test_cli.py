@@ -242,3 +242,13 @@ def test_a_corpus_that_loops_or_nests_too_deeply_exits_2_with_one_line(project, 
         code, _, err = run_cli(capsys, *argv)
         assert code == 2 and err.startswith("kgrag: error: ") and problem in err
         assert len(err.splitlines()) == 1
+
+
+def test_a_corpus_path_that_is_a_fifo_is_named_as_such(project, capsys):
+    import os
+
+    os.mkfifo(project / "fifo.jsonl")
+    spec = write_spec(project, corpus={"dataset": "musique", "path": "../fifo.jsonl"})
+    code, _, err = run_cli(capsys, "run", str(spec), "--dry-run")
+    assert code == 2 and err == ("kgrag: error: corpus path is neither a file nor a folder "
+                                 f"(a FIFO, socket or device?): {project / 'fifo.jsonl'}\n")
