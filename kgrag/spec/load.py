@@ -411,7 +411,8 @@ def _describe(error: ValidationError) -> str:
 def _type_message(schema: dict[str, Any], value: Any) -> str:
     """Say what type was expected, or why a value of an allowed type is refused."""
     names = _type_names(schema)
-    if "number" in names and _unusable_number(value):
+    integral = isinstance(value, int) and "integer" in names  # an int past every float
+    if ("number" in names or integral) and _unusable_number(value):
         return _not_finite(value)
     if "string" in names and isinstance(value, str):  # only a NUL fails the string type
         return "must not contain a NUL character (\\0)"

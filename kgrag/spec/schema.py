@@ -28,11 +28,14 @@ SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 Draft202012Validator.check_schema(SCHEMA)
 
 
-def _is_strict_integer(_checker: object, instance: object) -> bool:
+def _is_strict_integer(checker: object, instance: object) -> bool:
     """Accept only real ints: JSON Schema counts ``8.0`` as an integer, but a
     float reaching ``range()`` or llama.cpp would fail far from the spec, and
-    YAML's ``true`` is a bool, not a number."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
+    YAML's ``true`` is a bool, not a number. An int past the largest float is
+    refused too: the bounds (``minimum``, ``maximum``) check only what the
+    ``number`` type accepts, so it would pass every bound."""
+    return (isinstance(instance, int) and not isinstance(instance, bool)
+            and _is_finite_number(checker, instance))
 
 
 def _is_finite_number(_checker: object, instance: object) -> bool:

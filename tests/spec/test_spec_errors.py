@@ -449,6 +449,20 @@ def test_bytes_that_are_not_text_are_named_with_their_offset(
                 "or a list of them (a sweep), got .inf"
             ),
         ),
+        (  # an int past the largest float would pass every bound
+            f"query:\n  - {{name: q, strategy: naive, budget_tokens: [{10**400}, 4000]}}\n",
+            (
+                "query[0].budget_tokens[0]: is too large for a number "
+                f"(the limit is about 1.8e308), got {str(10**400)[:59]}…"
+            ),
+        ),
+        (
+            f"models:\n  llm:\n    n_threads: {10**400}\n",
+            (
+                "models.llm.n_threads: is too large for a number "
+                f"(the limit is about 1.8e308), got {str(10**400)[:59]}…"
+            ),
+        ),
     ],
 )
 def test_non_finite_numbers_are_refused_wherever_a_number_is_allowed(
