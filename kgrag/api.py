@@ -203,21 +203,23 @@ def open_query(spec_path: str | Path, strategy: str | None = None,
                    dict(zip(documents["doc_id"], documents["title"])))
 
 
-def _query_step(session: Session, strategy: str | None) -> tuple[str, Step]:
-    """The strategy a query names (default: the spec's first) and its retrieve step."""
-    strategies = {q["name"]: q for q in session.spec.query}
-    name = strategy or next(iter(strategies), None)
-    if name not in strategies:
-        raise KgragError(f"no query strategy {name!r} in {session.spec.path.name}; "
-                         f"choose from: {', '.join(strategies) or '(none)'}")
-    return name, session.plan.queries[name]
-
-
 def query(spec_path: str | Path, question: str, strategy: str | None = None,
           echo: Echo = print) -> QueryResult:
     """Answer one question with one of the spec's strategies (building the index if needed);
     ``open_query`` answers many with one load."""
     return open_query(spec_path, strategy, echo).ask(question)
+
+
+def _query_step(session: Session, strategy: str | None) -> tuple[str, Step]:
+    """The results-table row ``strategy`` names and its retrieve step: a row by its own name
+    (``ppr@budget_tokens=2000`` for a sweep's), a spec entry by its name, which stands for
+    its first row (a sweep's first value); none names the spec's first row."""
+    rows = session.plan.queries
+    named = [row for row in rows if strategy in (None, row, row.partition("@")[0])]
+    if not named:
+        raise KgragError(f"no query strategy {strategy!r} in {session.spec.path.name}; "
+                         f"choose from: {', '.join(rows) or '(none)'}")
+    return named[0], rows[named[0]]
 
 
 def bundle(spec_path: str | Path, out: str | Path, *, copy_corpus: bool = True

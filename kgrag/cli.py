@@ -207,7 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question", nargs="?", default=STDIN,
                    help="the question; none or '-': read questions from standard input, one "
                         "per line, loading the models and the index once")
-    p.add_argument("--strategy", help="a query strategy name from the spec (default: first)")
+    p.add_argument("--strategy", help="a row of the results table (ppr@budget_tokens=2000), "
+                   "or a query entry's name: its first row (default: the spec's first row)")
     p.set_defaults(func=_cmd_query)
 
     p = sub.add_parser("bundle", help="pack a finished run into one file another machine "

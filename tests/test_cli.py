@@ -199,3 +199,56 @@ def test_query_prints_nearest_name_links_and_hugrag_ppr_seeds(capsys, monkeypatc
     assert "linked by nearest name: CITY OF LIGHT -> PARIS" in out
     code, out, _ = run_cli(capsys, "query", "spec.yaml", "Who?")
     assert code == 0 and "seeds: PARIS (1)" in out
+
+
+def test_query_reaches_every_row_of_a_swept_strategy(project, capsys, monkeypatch):
+    """The row names the results table shows answer, and an entry's name picks its first
+    row; an unknown name lists the rows."""
+    from kgrag import api
+    from tests.standin import RuleLLM
+
+    opened = api.open_session
+    monkeypatch.setattr(api, "open_session", lambda path: opened(path, llm_backend=RuleLLM()))
+    spec = write_spec(project, corpus={"dataset": "musique", "path": "../corpus.jsonl",
+                                       "limit": 1},
+                      query=[{"name": "dense", "strategy": "naive",
+                              "budget_tokens": [300, 600]}])
+    question = "Who founded the company?"
+    for asked, row in [("dense@budget_tokens=600", "dense@budget_tokens=600"),
+                       ("dense", "dense@budget_tokens=300"), (None, "dense@budget_tokens=300")]:
+        code, out, _ = run_cli(capsys, "query", str(spec), question,
+                               *(["--strategy", asked] if asked else []))
+        assert code == 0
+        assert out.startswith(f"strategy: {row}  (") and "answer: An answer" in out
+    code, _, err = run_cli(capsys, "query", str(spec), question, "--strategy", "dense@x=1")
+    assert code == 2 and err == (
+        "kgrag: error: no query strategy 'dense@x=1' in tiny.yaml; choose from: "
+        "dense@budget_tokens=300, dense@budget_tokens=600\n")
+
+
+@pytest.mark.parametrize("corpus, problem", [
+    ("loop", "'../loop': symbolic links loop back on themselves (Symlink loop from"),
+    ("loop/inside.jsonl", "'../loop/inside.jsonl': symbolic links loop back on themselves"),
+    ("deep.jsonl", "deep.jsonl:1: nested too deeply to read"),
+])
+def test_a_corpus_that_loops_or_nests_too_deeply_exits_2_with_one_line(project, capsys, corpus,
+                                                                        problem):
+    (project / "loop").symlink_to("loop")
+    (project / "deep.jsonl").write_text('{"id": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    spec = write_spec(project, corpus={"dataset": "musique", "path": f"../{corpus}"})
+    for argv in (["run", str(spec), "--dry-run"], ["run", str(spec)]):
+        if corpus == "deep.jsonl" and "--dry-run" in argv:
+            continue  # a dry run reads no corpus line
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and err.startswith("kgrag: error: ") and problem in err
+        assert len(err.splitlines()) == 1
+
+
+def test_a_corpus_path_that_is_a_fifo_is_named_as_such(project, capsys):
+    import os
+
+    os.mkfifo(project / "fifo.jsonl")
+    spec = write_spec(project, corpus={"dataset": "musique", "path": "../fifo.jsonl"})
+    code, _, err = run_cli(capsys, "run", str(spec), "--dry-run")
+    assert code == 2 and err == ("kgrag: error: corpus path is neither a file nor a folder "
+                                 f"(a FIFO, socket or device?): {project / 'fifo.jsonl'}\n")

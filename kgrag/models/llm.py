@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import logging
 import os
 import threading
 import time
@@ -24,6 +25,8 @@ from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.greedy_grammar import GreedyGrammar
 from kgrag.models.usage import Usage
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Message = dict[str, str]
@@ -67,6 +70,21 @@ def usable_cores() -> int:
     """The CPU cores this process may run on. llama-cpp-python's own default is half
     the machine's cores, which on 2 cores leaves one idle (23% slower extraction)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def thread_count(asked: int | None) -> int:
+    """The threads llama.cpp runs for ``models.llm.n_threads``: every usable core when it
+    is null, and never more than those cores. llama.cpp's threads spin-wait for each
+    other at every step of a decode (``CpuShare``), so a thread without a core of its
+    own stalls the others: a count far past the cores looks like a hang."""
+    cores = usable_cores()
+    if asked is None:
+        return cores
+    if asked > cores:
+        log.warning("models.llm.n_threads is %d but this process may run on %d cores; "
+                    "llama.cpp runs %d threads", asked, cores, cores)
+        return cores
+    return asked
 
 
 # Prompts are evaluated in blocks of this many tokens at fixed positions (0, 64, 128…),
@@ -179,7 +197,8 @@ class LlamaCppBackend:
         self.greedy_first = greedy_first
         self._llama: Any = None
         self._scoring: Any = None  # the instance that keeps all logits, for ``logprob``
-        self._share = None if settings.n_threads else CpuShare(usable_cores())
+        self._threads = thread_count(settings.n_threads)
+        self._share = None if settings.n_threads else CpuShare(self._threads)
 
     def __reduce__(self) -> tuple[type, tuple[LLMSettings, bool]]:
         """Pickled as its recipe, never its loaded model: a Ray worker that receives it
@@ -192,7 +211,7 @@ class LlamaCppBackend:
             try:
                 self._llama = _aligned_llama()(
                     model_path=str(s.path), n_ctx=s.n_ctx, n_batch=PROMPT_BLOCK,
-                    n_threads=s.n_threads or usable_cores(), n_gpu_layers=s.n_gpu_layers,
+                    n_threads=self._threads, n_gpu_layers=s.n_gpu_layers,
                     seed=s.seed, verbose=False,
                 )
             except (ValueError, RuntimeError) as exc:
@@ -279,7 +298,7 @@ class LlamaCppBackend:
             try:
                 self._scoring = _aligned_llama()(
                     model_path=str(s.path), n_ctx=min(size, s.n_ctx), n_batch=PROMPT_BLOCK,
-                    n_threads=s.n_threads or usable_cores(), n_gpu_layers=s.n_gpu_layers,
+                    n_threads=self._threads, n_gpu_layers=s.n_gpu_layers,
                     logits_all=True, verbose=False)
             except (ValueError, RuntimeError) as exc:
                 raise KgragError(f"llama.cpp could not load {s.path}: {exc}") from exc

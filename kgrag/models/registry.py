@@ -100,11 +100,14 @@ def resolve_embedder(name: str, base_dir: Path | None = None) -> ResolvedModel:
 
 
 def _local_path(name: str, base_dir: Path | None) -> Path:
+    from kgrag.spec.model import resolved
+
     try:
         path = Path(name).expanduser()
     except RuntimeError:  # ~user of no known user, or ~ without a home
         raise KgragError(f"{name!r}: cannot find the home folder '~' refers to") from None
-    return path if path.is_absolute() or base_dir is None else (base_dir / path).resolve()
+    return path if path.is_absolute() or base_dir is None else resolved(base_dir / path,
+                                                                        f"model {name!r}")
 
 
 def _is_file(path: Path) -> bool:

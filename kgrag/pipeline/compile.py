@@ -79,6 +79,9 @@ def source_sha256(path: Path, what: str = "corpus path") -> str:
             return folder_sha256(path)
     except OSError as exc:  # a name too long, a folder we may not read
         raise KgragError(f"{what} cannot be read: {exc.strerror}: {path}") from None
+    if path.exists():  # reading a FIFO would wait for a writer
+        raise KgragError(f"{what} is neither a file nor a folder (a FIFO, socket or "
+                         f"device?): {path}")
     raise KgragError(f"{what} does not exist: {path}")
 
 

@@ -14,6 +14,7 @@ import difflib
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,14 +44,27 @@ _BOUND_SYMBOLS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "
 
 
 class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader that keeps dates as text.
+    """SafeLoader that keeps dates, and numbers YAML versions read differently, as text.
 
     A run name or description like ``2024-06-01`` is meant as a string; the
     plain SafeLoader would turn it into a ``date`` and fail the schema.
+    YAML 1.1 (PyYAML's) reads ``0400`` as octal 256 and ``4:16`` as base 60, 256;
+    YAML 1.2 (most editors') reads the first as 400 and the second as text. Kept as
+    text (``_AMBIGUOUS_NUMBER``), they mean what they say where a string belongs and
+    are refused, at their line, where a number does.
     """
 
 
+_AMBIGUOUS_NUMBER = re.compile(
+    r"^[-+]?(?:0[0-9_]+|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)$")
+"""A number with a leading zero (YAML 1.1's octal) or colon-separated digits (its base 60)."""
+
 _SpecLoader.add_constructor(_YAML_TAG + "timestamp", _SpecLoader.construct_yaml_str)
+_SpecLoader.yaml_implicit_resolvers = {
+    first: [(_YAML_TAG + "str", _AMBIGUOUS_NUMBER), *resolvers]
+    if first in "+-0123456789" else list(resolvers)
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 class _TooLarge(Exception):
@@ -397,11 +411,17 @@ def _describe(error: ValidationError) -> str:
 def _type_message(schema: dict[str, Any], value: Any) -> str:
     """Say what type was expected, or why a value of an allowed type is refused."""
     names = _type_names(schema)
-    if "number" in names and _unusable_number(value):
+    integral = isinstance(value, int) and "integer" in names  # an int past every float
+    if ("number" in names or integral) and _unusable_number(value):
         return _not_finite(value)
     if "string" in names and isinstance(value, str):  # only a NUL fails the string type
         return "must not contain a NUL character (\\0)"
-    return f"expected {_expected_types(schema)}, got {_show(value)}"
+    expected = f"expected {_expected_types(schema)}, got {_show(value)}"
+    if isinstance(value, str) and _AMBIGUOUS_NUMBER.match(value) and (
+            "integer" in names or "number" in names):
+        return (f"{expected}: YAML versions disagree on a leading 0 (octal) and on colons "
+                "(base 60); write the number in plain decimal")
+    return expected
 
 
 def _is_numeric(value: Any) -> bool:
@@ -538,8 +558,13 @@ def _show(value: Any) -> str:
 
 
 def _quote(value: Any) -> str:
-    """Show a string in single quotes (as in keys and choices), other values as JSON."""
-    if isinstance(value, str):
+    """Show a string in single quotes (as in keys and choices), other values as JSON.
+
+    A string holding a line break or another control character is shown as JSON, its
+    escapes visible (``"qs\\n"``), so that a message stays on one line and says what
+    is wrong.
+    """
+    if isinstance(value, str) and value.isprintable():
         text = value if len(value) <= _MAX_SHOWN else value[: _MAX_SHOWN - 1] + "…"
         return f"'{text}'"
     return _show(value)

@@ -64,7 +64,17 @@ def resolve_path(relative: str | Path, base_dir: Path, origin: Path) -> Path:
         raise KgragError(
             f"{origin}: {str(relative)!r}: cannot find the home folder '~' refers to"
         ) from None
-    return (base_dir / expanded).resolve()
+    return resolved(base_dir / expanded, f"{origin}: {str(relative)!r}")
+
+
+def resolved(path: Path, what: str) -> Path:
+    """``path.resolve()``, or a ``KgragError`` that starts with ``what`` (where the path
+    came from) when symbolic links on the way loop back on themselves: Python raises
+    that as a ``RuntimeError``, a traceback to the user."""
+    try:
+        return path.resolve()
+    except RuntimeError as exc:
+        raise KgragError(f"{what}: symbolic links loop back on themselves ({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -141,15 +151,16 @@ class Spec:
 
     @property
     def output_dir(self) -> Path:
-        """``<root>/<outputs>/<name>``; refuses a location outside the project, or
-        one that cannot be a folder.
+        """``<root>/<outputs>/<name>`` (``~`` in ``outputs`` is the home folder, as in every
+        path a spec names); refuses a location outside the project, or one that cannot be
+        a folder.
 
         Runs write and replace files there, so a typo like ``../../`` must not
         let them land in (or overwrite) somebody else's folder; and a file in the
         way must stop a run before its first step, not when that step is saved.
         """
         root = self.root.resolve()
-        target = (root / self.data["outputs"] / self.name).resolve()
+        target = resolve_path(Path(self.data["outputs"]) / self.name, root, self.path)
         if not target.is_relative_to(root):
             raise KgragError(
                 f"{self.path}: outputs path escapes the project: "
@@ -199,5 +210,5 @@ def default_cache_dir() -> Path:
     """``$KGRAG_CACHE_DIR``, else ``~/.cache/kgrag``: the cache every spec shares by default."""
     from_env = os.environ.get("KGRAG_CACHE_DIR")
     if from_env:
-        return Path(from_env).expanduser().resolve()
-    return (Path.home() / ".cache" / "kgrag").resolve()
+        return resolved(Path(from_env).expanduser(), f"KGRAG_CACHE_DIR {from_env!r}")
+    return resolved(Path.home() / ".cache" / "kgrag", "the default cache folder")

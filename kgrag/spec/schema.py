@@ -9,12 +9,15 @@ configuration every later stage (and every cache key) sees.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft202012Validator, ValidationError, validators
 
 SCHEMA_PATH: Path = Path(__file__).with_name("pipeline.schema.json")
 """The schema file shipped inside the package (``schemas/`` links to it)."""
@@ -25,11 +28,14 @@ SCHEMA: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 Draft202012Validator.check_schema(SCHEMA)
 
 
-def _is_strict_integer(_checker: object, instance: object) -> bool:
+def _is_strict_integer(checker: object, instance: object) -> bool:
     """Accept only real ints: JSON Schema counts ``8.0`` as an integer, but a
     float reaching ``range()`` or llama.cpp would fail far from the spec, and
-    YAML's ``true`` is a bool, not a number."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
+    YAML's ``true`` is a bool, not a number. An int past the largest float is
+    refused too: the bounds (``minimum``, ``maximum``) check only what the
+    ``number`` type accepts, so it would pass every bound."""
+    return (isinstance(instance, int) and not isinstance(instance, bool)
+            and _is_finite_number(checker, instance))
 
 
 def _is_finite_number(_checker: object, instance: object) -> bool:
@@ -53,8 +59,39 @@ def _is_text(_checker: object, instance: object) -> bool:
     return isinstance(instance, str) and "\0" not in instance
 
 
+@functools.cache
+def _ecma_regex(pattern: str) -> re.Pattern[str]:
+    """``pattern`` read as ECMA-262 reads it, where ``$`` matches only at the end of the
+    text: Python's ``$`` also matches before a final line break, so ``"qs\\n"`` would pass
+    a name's ``^[A-Za-z0-9_.-]+$`` and become a folder name ending in a newline. Each ``$``
+    that is neither escaped nor in a character class becomes ``\\Z``; the schema's
+    patterns stay ECMA-262, as editors read them."""
+    out, escaped, in_class = [], False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            char = r"\Z"
+        out.append(char)
+    return re.compile("".join(out))
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, _schema: Any
+             ) -> Iterator[ValidationError]:
+    """The ``pattern`` keyword with ECMA-262's end of text (``_ecma_regex``)."""
+    if validator.is_type(instance, "string") and not _ecma_regex(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
 SpecValidator = validators.extend(
     Draft202012Validator,
+    validators={"pattern": _pattern},
     type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many({
         "integer": _is_strict_integer,
         "number": _is_finite_number,
@@ -62,7 +99,7 @@ SpecValidator = validators.extend(
     }),
 )
 """Draft 2020-12 validation, except that ``integer`` means a Python int, ``number``
-a finite one and ``string`` one without NUL."""
+a finite one, ``string`` one without NUL, and a ``pattern``'s ``$`` the end of the text."""
 
 VALIDATOR = SpecValidator(SCHEMA)
 """The validator for whole spec documents."""

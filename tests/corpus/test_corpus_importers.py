@@ -426,3 +426,58 @@ def test_holisqa_unknown_sentence_id_names_the_line(tmp_path: Path):
                   [holisqa_qa("Q1", "S1"), holisqa_qa("Q2", "S3", "S99")])
     with pytest.raises(KgragError, match=r"qa\.jsonl:2: context sentence id 'S99' is not in"):
         load(tmp_path, "holisqa", "domain")
+
+
+def test_a_line_nested_too_deeply_is_located(tmp_path: Path, data_dir: Path):
+    good = (data_dir / "musique_200.jsonl").read_text(encoding="utf-8").splitlines()[:1]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join([*good, '{"a": ' * 100_000 + "1" + "}" * 100_000]) + "\n")
+    with pytest.raises(KgragError, match=r"deep\.jsonl:2: nested too deeply to read"):
+        load(tmp_path, "musique", path)
+
+
+def test_a_corpus_path_in_a_symbolic_link_loop_is_refused(tmp_path: Path):
+    (tmp_path / "loop").symlink_to("loop")
+    with pytest.raises(KgragError, match=r"'loop': symbolic links loop back on themselves"):
+        load(tmp_path, "jsonl", "loop")
+
+
+@pytest.mark.parametrize(("dataset", "name", "change", "problem"), [
+    ("musique", "musique_200.jsonl",
+     lambda row: row["question_decomposition"][1].update(paragraph_support_idx=20),
+     (":2: question_decomposition[1]: paragraph_support_idx 20 names none of the line's 20 "
+      "paragraphs (by their 'idx')")),
+    ("musique", "musique_200.jsonl",
+     lambda row: row["question_decomposition"][0].update(paragraph_support_idx=True),
+     ":2: question_decomposition[0]: paragraph_support_idx True names none"),
+    ("musique", "musique_200.jsonl", lambda row: row.update(paragraphs=[]),
+     ":2: field 'paragraphs' is empty; a question needs the paragraphs it is asked over"),
+    ("hotpotqa", "hotpotqa_200.jsonl", lambda row: row.update(context=[]),
+     ":2: field 'context' is empty; a question needs the paragraphs it is asked over"),
+    ("musique", "musique_200.jsonl", lambda row: row.update(question=" "),
+     ":2: field 'question' is empty"),
+    ("2wiki", "2wiki_200.jsonl", lambda row: row.update(question=""),
+     ":2: field 'question' is empty"),
+    ("kgqa", "kgqa_webqsp.jsonl", lambda row: row.update(question="\n"),
+     ":2: field 'question' is empty"),
+], ids=["support-idx-past", "support-idx-bool", "no-paragraphs", "no-context",
+        "blank-question", "empty-question", "kgqa-question"])
+def test_a_benchmark_row_that_cannot_be_asked_is_refused_with_its_line(
+        tmp_path: Path, data_dir: Path, dataset, name, change, problem):
+    rows = read_lines(data_dir / name)[:2]
+    change(rows[1])
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    with pytest.raises(KgragError) as caught:
+        load(tmp_path, dataset, path)
+    assert str(caught.value).startswith(f"{path}{problem}")
+
+
+@pytest.mark.parametrize("key", [{"a": 1}, ["a"], 1.5, True])
+def test_a_document_id_that_is_no_string_or_integer_is_refused(tmp_path: Path, key):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": "fine"}) + "\n"
+                    + json.dumps({"id": key, "title": "T", "text": "b"}) + "\n")
+    with pytest.raises(KgragError, match=r"docs\.jsonl:2: field 'id' must be a string or an "
+                                         r"integer \(or absent\)"):
+        load(tmp_path, "jsonl", path)

@@ -88,6 +88,7 @@ def test_without_a_questions_file_a_plain_corpus_has_no_questions(base):
     ({"id": True, "question": "Who?", "answers": ["x"]},
      ":2: field 'id' must be a string or an integer"),
     ({"id": "b", "answers": ["x"]}, ":2: missing field 'question'"),
+    ({"id": "b", "question": " ", "answers": ["x"]}, ":2: field 'question' is empty"),
     ({"id": "b", "question": "Who?"}, ":2: missing field 'answers'"),
     ({"id": "b", "question": "Who?", "answers": "x"}, ":2: field 'answers' must be a list"),
     ({"id": "b", "question": "Who?", "answers": [" "]},

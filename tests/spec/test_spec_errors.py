@@ -99,7 +99,7 @@ def test_type_message_for_nullable_bounded_number(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "models:\n  llm:\n    top_p: high\n    n_threads: x\n")
     assert check_spec(path) == [
         f'{path}:7: models.llm.top_p: expected number > 0 and ≤ 1, got "high"',
-        f'{path}:8: models.llm.n_threads: expected integer ≥ 1 or null, got "x"',
+        f'{path}:8: models.llm.n_threads: expected integer ≥ 1 and ≤ 1024 or null, got "x"',
     ]
 
 
@@ -449,6 +449,20 @@ def test_bytes_that_are_not_text_are_named_with_their_offset(
                 "or a list of them (a sweep), got .inf"
             ),
         ),
+        (  # an int past the largest float would pass every bound
+            f"query:\n  - {{name: q, strategy: naive, budget_tokens: [{10**400}, 4000]}}\n",
+            (
+                "query[0].budget_tokens[0]: is too large for a number "
+                f"(the limit is about 1.8e308), got {str(10**400)[:59]}…"
+            ),
+        ),
+        (
+            f"models:\n  llm:\n    n_threads: {10**400}\n",
+            (
+                "models.llm.n_threads: is too large for a number "
+                f"(the limit is about 1.8e308), got {str(10**400)[:59]}…"
+            ),
+        ),
     ],
 )
 def test_non_finite_numbers_are_refused_wherever_a_number_is_allowed(
@@ -529,3 +543,50 @@ def test_a_nul_character_written_as_an_escape_is_refused(tmp_path: Path) -> None
         f"{path}:5: description: must not contain a NUL character (\\0)",
         f"{path}:6: outputs: must not contain a NUL character (\\0)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "line", "where", "value"),
+    [
+        ("", 1, "name", '"demo\\n"'),
+        ("query:\n  - {name: \"dense-1k\\n\", strategy: naive}\n", 6, "query[0].name",
+         '"dense-1k\\n"'),
+        ("graphs:\n  - {name: \"g\\n\", kind: bipartite}\n", 6, "graphs[0].name", '"g\\n"'),
+        ("training:\n  - {name: \"t\\n\", method: ark}\n", 6, "training[0].name", '"t\\n"'),
+        ("evaluate: {metrics: [\"em\\n\"]}\n", 5, "evaluate.metrics[0]", '"em\\n"'),
+    ],
+    ids=["run", "strategy", "graph", "training", "metric"],
+)
+def test_a_name_ending_in_a_line_break_is_refused(
+    tmp_path: Path, extra: str, line: int, where: str, value: str
+) -> None:
+    """A name becomes a folder and a results row: a pattern's ``$`` is the end of the text."""
+    head = VALID_HEAD.replace("name: demo", 'name: "demo\\n"') if where == "name" else VALID_HEAD
+    path = write(tmp_path, head, extra)
+    messages = check_spec(path)
+    assert len(messages) == 1 and "\n" not in messages[0]
+    assert messages[0].startswith(f"{path}:{line}: {where}: {value} does not match the "
+                                  "required pattern ^")
+
+
+def test_a_thread_count_is_bounded(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "models:\n  llm: {n_threads: 1000000}\n")
+    assert check_spec(path) == [f"{path}:6: models.llm.n_threads: must be ≤ 1024, got 1000000"]
+
+
+@pytest.mark.parametrize(("value", "shown"), [("0400", '"0400"'), ("4:16", '"4:16"'),
+                                              ("-010", '"-010"'), ("1:30.5", '"1:30.5"')])
+def test_numbers_yaml_versions_read_differently_are_refused(
+    tmp_path: Path, value: str, shown: str
+) -> None:
+    """YAML 1.1 reads 0400 as octal and 4:16 as base 60 (both 256); YAML 1.2 does not."""
+    path = write(tmp_path, VALID_HEAD, f"chunking: {{size: {value}}}\n")
+    assert check_spec(path) == [
+        f"{path}:5: chunking.size: expected integer ≥ 16, got {shown}: YAML versions disagree "
+        + "on a leading 0 (octal) and on colons (base 60); write the number in plain decimal"]
+
+
+def test_such_numbers_are_text_where_text_belongs(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD, "description: 0400\nchunking: {size: 400}\n")
+    spec = load_spec(path)
+    assert spec.data["description"] == "0400" and spec.chunking["size"] == 400

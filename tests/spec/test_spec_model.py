@@ -152,6 +152,19 @@ def test_output_dir_escaping_the_project_is_refused(tmp_path: Path, outputs: str
         _ = spec.output_dir
 
 
+def test_tilde_in_outputs_is_the_home_folder(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in every other path a spec names; a literal '~' folder would hide the runs."""
+    (tmp_path / ".git").mkdir()
+    spec = load_spec(write(tmp_path / "specs", MINIMAL + "outputs: ~/runs\n"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert spec.output_dir == tmp_path.resolve() / "home" / "runs" / "demo"
+    monkeypatch.setenv("HOME", str(tmp_path.parent))
+    with pytest.raises(KgragError, match=f"'~/runs' leads to {tmp_path.parent.resolve()}/runs/demo"):
+        _ = spec.output_dir
+    assert not (tmp_path / "~").exists()
+
+
 def test_cache_dir_from_spec_env_or_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "env-cache"))
     configured = load_spec(write(tmp_path, MINIMAL + "cache:\n  dir: .cache\n"))

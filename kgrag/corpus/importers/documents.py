@@ -19,6 +19,7 @@ from kgrag.corpus.importers.records import (
     clean_answers,
     documents_frame,
     get_field,
+    get_question,
     get_strings,
     questions_frame,
     read_jsonl,
@@ -92,7 +93,7 @@ def _own_questions(path: Path, by_id: Mapping[str, Mapping[tuple[str, str], None
             supporting.extend(named)
         records.append(QuestionRecord(
             line=lineno, question_id=str(question_id),
-            question=get_field(record, "question", str, where), answers=answers,
+            question=get_question(record, where), answers=answers,
             paragraphs=(), supporting=tuple(supporting)))
     return records
 
@@ -111,8 +112,10 @@ def import_jsonl(path: Path, cfg: Mapping[str, Any]) -> Corpus:
             where = f"{path}:{lineno}"
             text = get_field(record, fields["text"], str, where)
             doc_key = record.get(fields["id"])
-            if not isinstance(doc_key, (str, int)) or isinstance(doc_key, bool):
-                doc_key = None
+            if doc_key is not None and (not isinstance(doc_key, (str, int))
+                                        or isinstance(doc_key, bool)):
+                raise KgragError(f"{where}: field {fields['id']!r} must be a string or an "
+                                 "integer (or absent)")
             title = record.get(fields["title"])
             if not (isinstance(title, str) and title.strip()):
                 if doc_key is None:

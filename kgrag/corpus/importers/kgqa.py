@@ -33,6 +33,7 @@ from kgrag.corpus.importers.records import (
     QuestionRecord,
     clean_answers,
     get_field,
+    get_question,
     get_strings,
     read_jsonl,
     select_questions,
@@ -71,7 +72,7 @@ def import_kgqa(path: Path, cfg: Mapping[str, Any]) -> Corpus:
     for lineno, record in read_jsonl(path):
         where = f"{path}:{lineno}"
         qid = get_field(record, "id", str, where)
-        question = get_field(record, "question", str, where)
+        question = get_question(record, where)
         raw = get_field(record, "answers", list, where)
         if not all(a is None or isinstance(a, str) for a in raw):
             raise KgragError(f"{where}: field 'answers' must be a list of strings")

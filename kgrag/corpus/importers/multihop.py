@@ -16,6 +16,7 @@ from kgrag.corpus.corpus import Corpus
 from kgrag.corpus.importers.records import (
     QuestionRecord,
     get_field,
+    get_items,
     get_strings,
     question_corpus,
     question_record,
@@ -26,13 +27,16 @@ from kgrag.errors import KgragError
 
 
 def import_musique(path: Path, cfg: Mapping[str, Any]) -> Corpus:
-    """MuSiQue: each line brings its 20 paragraphs; ``is_supporting`` marks the gold ones."""
+    """MuSiQue: each line brings its 20 paragraphs; ``is_supporting`` marks the gold ones.
+    Each step of a ``question_decomposition`` names the paragraph it is answered from,
+    which must be one of the line's."""
     records = []
     for lineno, record in read_jsonl(path):
         where = f"{path}:{lineno}"
         paragraphs = []
         supporting = []
-        for paragraph in get_field(record, "paragraphs", list, where):
+        listed = get_items(record, "paragraphs", where, "the paragraphs it is asked over")
+        for paragraph in listed:
             if not isinstance(paragraph, dict):
                 raise KgragError(f"{where}: each entry of 'paragraphs' must be an object")
             pair = (
@@ -42,10 +46,25 @@ def import_musique(path: Path, cfg: Mapping[str, Any]) -> Corpus:
             paragraphs.append(pair)
             if get_field(paragraph, "is_supporting", bool, where):
                 supporting.append(pair)
+        _check_decomposition(record, [p.get("idx", at) for at, p in enumerate(listed)], where)
         aliases = get_strings(record, "answer_aliases", where) if "answer_aliases" in record else []
         records.append(question_record(lineno, record, where, "id", paragraphs, supporting,
                                        aliases=aliases))
     return question_corpus(select_questions(records, cfg, path))
+
+
+def _check_decomposition(record: Mapping[str, Any], indices: list[Any], where: str) -> None:
+    """Every ``paragraph_support_idx`` of the question's decomposition names one of its
+    paragraphs (by their ``idx``), or is null: it names none."""
+    steps = record.get("question_decomposition", [])
+    if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+        raise KgragError(f"{where}: 'question_decomposition' must be a list of objects")
+    for number, step in enumerate(steps):
+        named = step.get("paragraph_support_idx")
+        if named is not None and (isinstance(named, bool) or named not in indices):
+            raise KgragError(f"{where}: question_decomposition[{number}]: "
+                             f"paragraph_support_idx {named!r} names none of the line's "
+                             f"{len(indices)} paragraphs (by their 'idx')")
 
 
 def import_hotpotqa(path: Path, cfg: Mapping[str, Any]) -> Corpus:
@@ -78,7 +97,7 @@ def _context_question(lineno: int, record: Mapping[str, Any], path: Path) -> Que
             raise KgragError(f"{where}: 'supporting_facts' entries must be [title, sentence_index]")
         gold_titles.add(fact[0])
     paragraphs = []
-    for entry in get_field(record, "context", list, where):
+    for entry in get_items(record, "context", where, "the paragraphs it is asked over"):
         if not (
             isinstance(entry, list)
             and len(entry) == 2

@@ -76,6 +76,10 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise KgragError(f"{path}:{lineno}: {problem}; fix this line") from None
             except UnicodeDecodeError:
                 raise KgragError(f"{path}:{lineno}: not UTF-8 text; fix this line") from None
+            except RecursionError:  # Python's JSON reader recurses once per level
+                raise KgragError(f"{path}:{lineno}: nested too deeply to read (lists or "
+                                 "objects inside each other past Python's recursion limit); "
+                                 "fix this line") from None
             if not isinstance(record, dict):
                 raise KgragError(f"{path}:{lineno}: expected a JSON object per line")
             yield lineno, record
@@ -94,6 +98,24 @@ def get_field(record: Mapping[str, Any], name: str, kind: type[T], where: str) -
         expected = _JSON_KIND.get(kind, kind.__name__)
         raise KgragError(f"{where}: field {name!r} must be {expected}")
     return value
+
+
+def get_question(record: Mapping[str, Any], where: str) -> str:
+    """Return the ``question`` field, which must hold words: a blank question would be
+    retrieved for and scored like any other, and lower every metric unnoticed."""
+    question = get_field(record, "question", str, where)
+    if not question.strip():
+        raise KgragError(f"{where}: field 'question' is empty")
+    return question
+
+
+def get_items(record: Mapping[str, Any], name: str, where: str, what: str) -> list[Any]:
+    """Return a field that must be a non-empty list: the ``what`` a question is asked over
+    (its paragraphs), without which it could never be answered from the corpus."""
+    items = get_field(record, name, list, where)
+    if not items:
+        raise KgragError(f"{where}: field {name!r} is empty; a question needs {what}")
+    return items
 
 
 def get_strings(record: Mapping[str, Any], name: str, where: str) -> list[str]:
@@ -123,7 +145,7 @@ def question_record(lineno: int, record: Mapping[str, Any], where: str, id_field
     return QuestionRecord(
         line=lineno,
         question_id=get_field(record, id_field, str, where),
-        question=get_field(record, "question", str, where),
+        question=get_question(record, where),
         answers=clean_answers([get_field(record, "answer", str, where), *aliases]),
         paragraphs=tuple(paragraphs),
         supporting=tuple(supporting),
