@@ -66,38 +66,38 @@ class CachedEmbedder:
         return request_key("embed", {"model_sha256": self.settings.sha256, "normalize": True,
                                      "text": text})
 
-    def encode(self, texts: list[str], chunk: int = 1024) -> np.ndarray:
-        """Vectors for ``texts`` in order; misses are encoded in one backend call per chunk,
-        and progress is reported per chunk (a hundred thousand sentences take minutes)."""
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Vectors for ``texts`` in order, a batch of ``batch_size`` texts at a time.
+
+        Each batch's misses are claimed in the cache, encoded in one backend call and
+        stored before the next batch begins, so a kill loses at most one batch's work,
+        and a second process embedding the same texts waits for this one's vectors
+        instead of computing them again (``CallCache.get_or_compute_many``). Progress
+        is reported per batch (a hundred thousand sentences take minutes).
+        """
         out: list[np.ndarray] = []
         report = Progress("embed", len(texts), unit="text")
-        for start in range(0, len(texts), chunk):
-            out.append(self._encode_chunk(texts[start:start + chunk]))
+        size = self.settings.batch_size
+        for start in range(0, len(texts), size):
+            out.append(self._encode_batch(texts[start:start + size]))
             report.tick(len(out[-1]))
         report.close()
         if not out:
             return np.zeros((0, 0), dtype=np.float32)
         return np.concatenate(out)
 
-    def _encode_chunk(self, texts: list[str]) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
-        found = self.cache.get_many(keys, self.settings.name)
-        vectors: list[np.ndarray | None] = [
-            None if f is None else np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32)
-            for f in found
-        ]
-        missing = [i for i, v in enumerate(vectors) if v is None]
-        unique: dict[str, list[int]] = {}
-        for i in missing:
-            unique.setdefault(texts[i], []).append(i)
-        if unique:
-            encoded = self.backend.encode(list(unique))
-            new = []
-            for (text, positions), vec in zip(unique.items(), encoded):
-                for i in positions:
-                    vectors[i] = vec
-                new.append((keys[positions[0]], {"vector": base64.b64encode(vec.tobytes()).decode()}))
-            self.cache.set_many(new)
-        self.usage.calls += len(unique)
-        self.usage.cache_hits += len(texts) - len(missing)
-        return np.stack(vectors)
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        unique = list(dict.fromkeys(texts))
+
+        def compute(todo: list[int]) -> list[dict[str, Any]]:
+            encoded = self.backend.encode([unique[i] for i in todo])
+            return [{"vector": base64.b64encode(vec.tobytes()).decode()} for vec in encoded]
+
+        found, computed = self.cache.get_or_compute_many(
+            [self._key(t) for t in unique], self.settings.name, compute)
+        vectors = {text: np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32)
+                   for text, f in zip(unique, found)}
+        paid = {text for text, c in zip(unique, computed) if c}
+        self.usage.calls += len(paid)
+        self.usage.cache_hits += sum(text not in paid for text in texts)
+        return np.stack([vectors[t] for t in texts])
