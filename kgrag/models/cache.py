@@ -120,9 +120,11 @@ class CallCache:
                 raise KgragError(f"the model-call cache at {self.directory} is damaged ({exc}); "
                                  "move or delete that folder (its calls will be recomputed)"
                                  ) from exc
-            cause = UNWRITABLE.get(code, "sqlite refused it")
-            if code != sqlite3.SQLITE_FULL:
-                cause = _file_system_state(self.directory) or cause
+            cause = None if code == sqlite3.SQLITE_FULL else _file_system_state(self.directory)
+            cause = cause or UNWRITABLE.get(code)
+            if cause is None:  # neither damage nor a disk problem: say only what sqlite said
+                raise KgragError(f"cannot use the model-call cache at {self.directory}: "
+                                 f"{exc} ({getattr(exc, 'sqlite_errorname', 'sqlite')})") from exc
             raise self._unusable(cause, exc) from exc
         except OSError as exc:
             cause = storage_cause(exc, self.directory)
@@ -132,10 +134,10 @@ class CallCache:
 
     def _unusable(self, cause: str, exc: Exception) -> KgragError:
         return KgragError(
-            f"cannot write the model-call cache at {self.directory}: {cause} ({exc}). Its "
-            "entries are not damaged and keep the calls already paid, so do not delete it: "
-            "free space on its disk or make the folder writable (or point KGRAG_CACHE_DIR, "
-            "or the spec's cache.dir, at another folder), then run again")
+            f"cannot write the model-call cache at {self.directory}: {cause} ({exc}). This is "
+            "no damage to the cache: its entries keep the calls already paid, so do not "
+            "delete it; free space on its disk or make the folder writable (or point "
+            "KGRAG_CACHE_DIR, or the spec's cache.dir, at another folder), then run again")
 
     @contextmanager
     def recording(self) -> Iterator[set[str]]:
@@ -274,10 +276,15 @@ class CallCache:
                 "to recompute them")
 
     def _load_many(self, keys: list[str]) -> list[dict[str, Any] | None]:
-        """The payloads stored under ``keys`` (one transaction); None where absent or
-        corrupt."""
-        with self._storing(), self._cache.transact():
-            raws = [self._cache.get(k) for k in keys]
+        """The payloads stored under ``keys``; None where absent or corrupt. Several
+        keys are read in one transaction (one lock instead of one per key); a single key
+        needs none."""
+        with self._storing():
+            if len(keys) == 1:
+                raws = [self._cache.get(keys[0])]
+            else:
+                with self._cache.transact():
+                    raws = [self._cache.get(k) for k in keys]
         return [None if r is None else self._decode(k, r) for k, r in zip(keys, raws)]
 
     def _decode(self, key: str, raw: Any) -> dict[str, Any] | None:

@@ -3,6 +3,7 @@ the same metrics; and every way a bundle or a replay can go wrong, one message e
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import tarfile
@@ -219,3 +220,20 @@ def test_only_timings_and_paid_calls_may_differ():
     replayed["builds"] = [{**build, "entities": 8}]
     assert metric_differences(bundled, replayed) == ["rows dense.f1: 0.5 → 0.25",
                                                      "builds kg.entities: 9 → 8"]
+
+
+def test_a_replay_folder_on_a_full_disk_is_one_error(project, tmp_path, capsys, monkeypatch):
+    _, bundle = bundled_run(project, tmp_path)
+    real_write = Path.write_bytes
+
+    def fills_up(self: Path, data: bytes) -> int:
+        if self.name == "calls.jsonl":
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", fills_up)
+    folder = tmp_path / "replay"
+    code, _, err = run_cli(capsys, "replay", str(bundle), "--dir", str(folder))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith(f"kgrag: error: cannot write the replay of tiny.tar.gz in {folder}: "
+                          "no space left on its disk; free space there")
