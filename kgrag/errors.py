@@ -43,10 +43,8 @@ def storage_cause(exc: BaseException, folder: Path) -> str | None:
     if code in CAUSES:
         return CAUSES[code]
     if code in DENIED:
-        name = getattr(exc, "filename", None)
-        inside = name is not None and Path(os.fsdecode(name)).resolve().is_relative_to(
-            folder.resolve())
-        return DENIED[code] if inside else None
+        where = _where(exc)
+        return DENIED[code] if where is None or where.is_relative_to(folder.resolve()) else None
     if code is None:
         text = str(exc)
         for known, cause in CAUSES.items():
@@ -67,4 +65,13 @@ def writing(folder: Path, what: str, advice: str) -> Iterator[None]:
         cause = storage_cause(exc, folder)
         if cause is None:
             raise
+        where = _where(exc)  # a step may write elsewhere too (a library's temp folder)
+        if where is not None and not where.is_relative_to(folder.resolve()):
+            folder = where.parent
         raise KgragError(f"cannot write {what} in {folder}: {cause}; {advice}") from exc
+
+
+def _where(exc: BaseException) -> Path | None:
+    """The file an ``OSError`` names, if any."""
+    name = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+    return None if name is None else Path(os.fsdecode(name)).resolve()

@@ -44,3 +44,9 @@ def test_writing_turns_only_disk_problems_into_one_error(tmp_path: Path) -> None
                                  "disk; free space")
     with pytest.raises(KeyError), writing(tmp_path, "the table", "free space"):
         raise KeyError("not a disk problem")
+
+
+def test_a_full_disk_elsewhere_is_named_where_it_is(tmp_path: Path) -> None:
+    with pytest.raises(KgragError) as raised, writing(tmp_path / "run", "the run", "free space"):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "hf" / "x.bin"))
+    assert str(raised.value).startswith(f"cannot write the run in {tmp_path / 'hf'}: no space")
