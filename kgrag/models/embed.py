@@ -72,32 +72,34 @@ class CachedEmbedder:
         Each batch's misses are claimed in the cache, encoded in one backend call and
         stored before the next batch begins, so a kill loses at most one batch's work,
         and a second process embedding the same texts waits for this one's vectors
-        instead of computing them again (``CallCache.get_or_compute_many``). Progress
-        is reported per batch (a hundred thousand sentences take minutes).
+        instead of computing them again (``CallCache.get_or_compute_many``). The
+        distinct texts are batched longest first, as sentence-transformers orders the
+        texts of one call, so that a batch pads its texts to a length near their own
+        (small batches of mixed lengths would spend much of their time on padding).
+        Progress is reported per batch (a hundred thousand sentences take minutes).
         """
-        out: list[np.ndarray] = []
-        report = Progress("embed", len(texts), unit="text")
+        unique = sorted(dict.fromkeys(texts), key=len, reverse=True)
+        vectors: dict[str, np.ndarray] = {}
+        report = Progress("embed", len(unique), unit="text")
         size = self.settings.batch_size
-        for start in range(0, len(texts), size):
-            out.append(self._encode_batch(texts[start:start + size]))
-            report.tick(len(out[-1]))
+        for start in range(0, len(unique), size):
+            batch = unique[start:start + size]
+            vectors.update(zip(batch, self._encode_batch(batch)))
+            report.tick(len(batch))
         report.close()
-        if not out:
+        self.usage.cache_hits += len(texts) - len(unique)  # repeats of a text in hand
+        if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.concatenate(out)
+        return np.stack([vectors[t] for t in texts])
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        unique = list(dict.fromkeys(texts))
-
+    def _encode_batch(self, texts: list[str]) -> list[np.ndarray]:
+        """The vectors of distinct ``texts``, from the cache or computed and stored."""
         def compute(todo: list[int]) -> list[dict[str, Any]]:
-            encoded = self.backend.encode([unique[i] for i in todo])
+            encoded = self.backend.encode([texts[i] for i in todo])
             return [{"vector": base64.b64encode(vec.tobytes()).decode()} for vec in encoded]
 
         found, computed = self.cache.get_or_compute_many(
-            [self._key(t) for t in unique], self.settings.name, compute)
-        vectors = {text: np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32)
-                   for text, f in zip(unique, found)}
-        paid = {text for text, c in zip(unique, computed) if c}
-        self.usage.calls += len(paid)
-        self.usage.cache_hits += sum(text not in paid for text in texts)
-        return np.stack([vectors[t] for t in texts])
+            [self._key(t) for t in texts], self.settings.name, compute)
+        self.usage.calls += sum(computed)
+        self.usage.cache_hits += len(texts) - sum(computed)
+        return [np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32) for f in found]
