@@ -1,11 +1,77 @@
-"""The one error type users see.
+"""The one error type users see, and the disk problems that become one.
 
 Anything raised as ``KgragError`` is a problem with the user's input or
 environment (a bad spec, a missing file, an unknown model, a held lock).
 The CLI prints its message without a traceback and exits with code 2;
 completed artefacts and cached model calls are never deleted on the way out.
+
+A full disk or a folder that cannot be written is such a problem too, but it arrives
+from deep inside a library (Python's own I/O, polars, LanceDB, sqlite), far from any
+knowledge of which folder the user chose for what. ``writing`` is where a layer that
+knows the folder turns it into one message naming the folder and the cause.
 """
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+# What the user reads for each errno that means "this folder cannot take more writes".
+CAUSES = {
+    errno.ENOSPC: "no space left on its disk",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "it is on a read-only file system",
+}
+# Denied access is about a folder only when the file refused lies in it: reading a
+# model file the user may not read is another problem, with its own message.
+DENIED = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitted"}
 
 
 class KgragError(Exception):
     """A user-facing error with a message that says what to fix."""
+
+
+def storage_cause(exc: BaseException, folder: Path) -> str | None:
+    """Why writing into ``folder`` failed, when ``exc`` says its disk is full, read-only
+    or denied; None for any other error. An ``OSError`` carries its errno; LanceDB and
+    polars report the operating system's error as text (its ``strerror``), so that text
+    is looked for in their message."""
+    code = getattr(exc, "errno", None) if isinstance(exc, OSError) else None
+    if code in CAUSES:
+        return CAUSES[code]
+    if code in DENIED:
+        where = _where(exc)
+        return DENIED[code] if where is None or where.is_relative_to(folder.resolve()) else None
+    if code is None:
+        text = str(exc)
+        for known, cause in CAUSES.items():
+            if os.strerror(known) in text:
+                return cause
+    return None
+
+
+@contextmanager
+def writing(folder: Path, what: str, advice: str) -> Iterator[None]:
+    """Raise a disk problem met in the block as one ``KgragError``: ``what`` could not
+    be written in ``folder``, the cause, then ``advice`` (what to do about it)."""
+    try:
+        yield
+    except KgragError:
+        raise
+    except Exception as exc:
+        cause = storage_cause(exc, folder)
+        if cause is None:
+            raise
+        where = _where(exc)  # a step may write elsewhere too (a library's temp folder)
+        if where is not None and not where.is_relative_to(folder.resolve()):
+            folder = where.parent
+        raise KgragError(f"cannot write {what} in {folder}: {cause}; {advice}") from exc
+
+
+def _where(exc: BaseException) -> Path | None:
+    """The file an ``OSError`` names, if any."""
+    name = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+    return None if name is None else Path(os.fsdecode(name)).resolve()

@@ -1,15 +1,18 @@
 """A bundle file: a gzip-compressed tar of plain files, checked member by member.
 
 The first member, ``bundle.json``, is the index: what the bundle holds and the sha256 of
-every other member. The last, ``bundle.sha256``, is the sha256 of the index itself. A
-truncated file fails gzip's own check or loses members the index lists; a member changed
-after packing no longer matches its checksum. (The checksums find damage and tampering
+every other member. The last, ``bundle.sha256``, is the sha256 of the index itself. The
+gzip stream is read to its very end, so its own trailer (the CRC-32 and length of all it
+holds) is checked too: a file cut short, even by its last byte, or changed anywhere
+fails it, while the tar reader alone would stop at the archive's end marker and miss
+damage past it. A member changed after packing no longer matches its checksum. (The checksums find damage and tampering
 by hand; they are no signature against someone who rewrites the index too.) It is an
 ordinary tar: ``tar tzf`` lists it.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -56,13 +59,15 @@ def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     verified; a damaged, truncated or altered bundle is one ``KgragError``."""
     members: dict[str, bytes] = {}
     try:
-        with tarfile.open(path, "r:gz") as tar:
+        with gzip.open(path, "rb") as stream, tarfile.open(fileobj=stream, mode="r:") as tar:
             for info in tar:
                 handle = tar.extractfile(info) if info.isfile() else None
                 if handle is None:
                     raise KgragError(f"bundle {path} holds {info.name!r}, which is not a plain "
                                      "file; it was not made by kgrag bundle")
                 members[info.name] = handle.read()
+            while stream.read(2**20):  # to the gzip trailer, which checks the CRC and length
+                pass
     except FileNotFoundError:
         raise KgragError(f"bundle {path} does not exist") from None
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:

@@ -18,7 +18,7 @@ from typing import Any
 
 from kgrag.bundle.archive import INDEX, read_archive
 from kgrag.bundle.pack import CALLS
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, writing
 from kgrag.models.cache import CallCache
 from kgrag.models.pipelines import resolve_pipeline
 from kgrag.models.registry import ResolvedModel, resolve_embedder, resolve_llm
@@ -55,11 +55,13 @@ def unpack(bundle: Path, folder: Path, corpora: Iterable[Path] = ()) -> Unpacked
     same bundle, which then resumes) and fill the sealed cache; raises ``KgragError``
     naming every missing corpus source and every model that is missing or differs."""
     index, members = read_archive(bundle)
-    _claim(folder, members[INDEX])
-    for name, data in members.items():
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    with writing(folder, f"the replay of {bundle.name}",
+                 "free space there or make it writable (or choose another folder with --dir)"):
+        _claim(folder, members[INDEX])
+        for name, data in members.items():
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
     unpacked = Unpacked(folder, index, members)
     problems = _place_corpora(unpacked, list(corpora))
     spec = load_spec(unpacked.spec, unpacked.project)

@@ -15,9 +15,16 @@ detected, reported once and treated as a miss (then overwritten).
 
 Several processes may share one cache (two specs run side by side over one corpus).
 ``get_or_compute`` claims a key before computing it, so a second process asking for a
-call another is computing waits for that result instead of paying for it again. A
+call another is computing waits for that result instead of paying for it again;
+``get_or_compute_many`` does the same for a batch (the embedder's texts). A
 claim names its process; one whose process is gone (killed mid-call) or that is older
 than ``CLAIM_TTL_S`` (a process on another host) is stale and taken over.
+
+A cache folder that cannot take writes (a full disk, a read-only folder) is not a
+damaged cache: its entries are intact, and deleting them would throw paid calls away.
+So sqlite's failures are told apart by their result code: only a database sqlite calls
+corrupt is reported as damaged, with the advice to move it aside; a full or read-only
+folder is reported as such, with the advice to make room or make it writable.
 
 A run must be able to say exactly which entries it used, so that a bundle ships those
 and no others: ``recording()`` collects every key looked up or stored while it is
@@ -44,11 +51,21 @@ from typing import Any
 import diskcache
 import psutil
 
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, storage_cause
 
 CACHE_FORMAT = 1
 CLAIM_TTL_S = 3600.0  # far longer than one model call; bounds a claim no pid check can clear
 CLAIM_POLL_S = 0.2
+# sqlite's primary result codes for a database file that is itself broken ...
+DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+# ... and for one that is sound but cannot be written or opened where it lies.
+UNWRITABLE = {
+    sqlite3.SQLITE_FULL: "no space left on its disk",
+    sqlite3.SQLITE_READONLY: "it cannot be written (a read-only folder or file system)",
+    sqlite3.SQLITE_CANTOPEN: "its database file cannot be opened for writing",
+    sqlite3.SQLITE_PERM: "permission denied",
+    sqlite3.SQLITE_IOERR: "the disk failed a read or a write (an I/O error)",
+}
 log = logging.getLogger(__name__)
 
 
@@ -76,17 +93,51 @@ class CallCache:
     """A diskcache-backed store of model outputs with integrity checks."""
 
     def __init__(self, directory: Path, *, sealed: bool = False) -> None:
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            self._cache = diskcache.Cache(str(directory), size_limit=2**40, eviction_policy="none")
-        except OSError as exc:
-            raise KgragError(f"cannot open the model-call cache at {directory}: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise KgragError(f"the model-call cache at {directory} is damaged ({exc}); move or "
-                             "delete that folder (its calls will be recomputed)") from exc
         self.directory = directory
         self.sealed = sealed
         self._recordings: list[set[str]] = []
+        with self._storing():
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                if storage_cause(exc, directory) is not None:
+                    raise
+                raise KgragError(f"cannot open the model-call cache at {directory}: "
+                                 f"{exc}") from exc
+            self._cache = diskcache.Cache(str(directory), size_limit=2**40,
+                                          eviction_policy="none")
+
+    @contextmanager
+    def _storing(self) -> Iterator[None]:
+        """Any failure of the database or of its folder, as one ``KgragError`` that says
+        whether the database is damaged or its folder cannot take writes."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            code = None if code is None else code & 0xFF  # the primary of an extended code
+            if code in DAMAGED:
+                raise KgragError(f"the model-call cache at {self.directory} is damaged ({exc}); "
+                                 "move or delete that folder (its calls will be recomputed)"
+                                 ) from exc
+            cause = None if code == sqlite3.SQLITE_FULL else _file_system_state(self.directory)
+            cause = cause or UNWRITABLE.get(code)
+            if cause is None:  # neither damage nor a disk problem: say only what sqlite said
+                raise KgragError(f"cannot use the model-call cache at {self.directory}: "
+                                 f"{exc} ({getattr(exc, 'sqlite_errorname', 'sqlite')})") from exc
+            raise self._unusable(cause, exc) from exc
+        except OSError as exc:
+            cause = storage_cause(exc, self.directory)
+            if cause is None:
+                raise
+            raise self._unusable(cause, exc) from exc
+
+    def _unusable(self, cause: str, exc: Exception) -> KgragError:
+        return KgragError(
+            f"cannot write the model-call cache at {self.directory}: {cause} ({exc}). This is "
+            "no damage to the cache: its entries keep the calls already paid, so do not "
+            "delete it; free space on its disk or make the folder writable (or point "
+            "KGRAG_CACHE_DIR, or the spec's cache.dir, at another folder), then run again")
 
     @contextmanager
     def recording(self) -> Iterator[set[str]]:
@@ -111,48 +162,91 @@ class CallCache:
 
     def get_or_compute(self, key: str, model: str, compute: Callable[[], dict[str, Any]]
                        ) -> tuple[dict[str, Any], bool]:
-        """The payload for ``key`` and whether this call computed it.
+        """The payload for ``key`` and whether this call computed it (one LLM call:
+        ``get_or_compute_many`` for a single key)."""
+        (payload,), (computed,) = self.get_or_compute_many([key], model, lambda todo: [compute()])
+        return payload, computed
 
-        A hit returns at once. On a miss this process claims the key and computes it;
-        if another live process holds the claim, this one sleeps (no CPU) until that
-        result is stored, and counts it as a hit.
+    def get_or_compute_many(self, keys: list[str], model: str,
+                            compute: Callable[[list[int]], list[dict[str, Any]]]
+                            ) -> tuple[list[dict[str, Any]], list[bool]]:
+        """The payload of each of ``keys`` (distinct), and whether this call computed it.
+
+        Hits return at once. The missing keys no other process holds are claimed, in one
+        transaction that also skips those stored meanwhile, and computed together by
+        ``compute(positions)`` (positions in ``keys``); they are stored before their
+        claims are released. Keys a live process holds are waited for (sleeping, no
+        CPU), and count as hits, so two processes asking at once pay each key once.
         """
-        claim = f"claim:{key}"
-        self._used([key])
-        while True:
-            payload = self._load(key)
-            if payload is not None:
-                self._count(model, "hits")
-                return payload, False
-            self._refuse_misses([key], model)
-            if self._cache.add(claim, _holder(), expire=CLAIM_TTL_S):
+        self._used(keys)
+        payloads: list[dict[str, Any] | None] = [None] * len(keys)
+        computed = [False] * len(keys)
+        pending = list(range(len(keys)))
+        while pending:
+            for i, payload in zip(pending, self._load_many([keys[i] for i in pending])):
+                payloads[i] = payload
+            pending = [i for i in pending if payloads[i] is None]
+            if not pending:
+                break
+            self._refuse_misses([keys[i] for i in pending], model)
+            mine = self._claim([keys[i] for i in pending])
+            if mine:
+                todo = [i for i in pending if keys[i] in mine]
                 try:
-                    payload = compute()
-                    self.set(key, payload)
+                    done = compute(todo)
+                    self.set_many([(keys[i], payload) for i, payload in zip(todo, done)])
                 finally:
-                    self._cache.delete(claim)
-                self._count(model, "misses")
-                return payload, True
-            holder = self._cache.get(claim)
-            if holder is not None and not _alive(holder):
-                with self._cache.transact():  # clear it unless another waiter already did
-                    if self._cache.get(claim) == holder:
-                        self._cache.delete(claim)
-                continue
-            time.sleep(CLAIM_POLL_S)
+                    self._release(mine)
+                for i, payload in zip(todo, done):
+                    payloads[i], computed[i] = payload, True
+                pending = [i for i in pending if payloads[i] is None]
+            elif not self._clear_stale([keys[i] for i in pending]):
+                time.sleep(CLAIM_POLL_S)
+        self._count(model, "hits", len(keys) - sum(computed))
+        self._count(model, "misses", sum(computed))
+        return payloads, computed  # every key is filled once the loop ends
+
+    def _claim(self, keys: list[str]) -> set[str]:
+        """The keys this process now holds: those neither stored nor claimed already."""
+        holder = _holder()
+        with self._storing(), self._cache.transact():
+            return {key for key in keys if key not in self._cache
+                    and self._cache.add(f"claim:{key}", holder, expire=CLAIM_TTL_S)}
+
+    def _release(self, keys: set[str]) -> None:
+        with self._storing(), self._cache.transact():
+            for key in keys:
+                self._cache.delete(f"claim:{key}")
+
+    def _clear_stale(self, keys: list[str]) -> bool:
+        """Drop the claims among ``keys`` whose process is gone; whether any key is now
+        unclaimed (so it is worth looking again at once rather than after a pause)."""
+        alive: dict[tuple, bool] = {}
+        freed = False
+        with self._storing(), self._cache.transact():
+            for key in keys:
+                holder = self._cache.get(f"claim:{key}")
+                if holder is not None:
+                    who = (holder.get("host"), holder.get("pid"), holder.get("started"))
+                    if who not in alive:
+                        alive[who] = _alive(holder)
+                    if alive[who]:
+                        continue
+                    self._cache.delete(f"claim:{key}")
+                freed = True
+        return freed
 
     def set(self, key: str, payload: dict[str, Any]) -> None:
         """Store ``payload`` under ``key`` with a checksum."""
         body = canonical_json(payload)
         digest = hashlib.sha256(body.encode()).hexdigest()
-        self._cache.set(key, f"{digest}\n{body}".encode())
+        with self._storing():
+            self._cache.set(key, f"{digest}\n{body}".encode())
 
     def get_many(self, keys: list[str], model: str) -> list[dict[str, Any] | None]:
         """Batch lookup (one transaction) for embedding-sized workloads."""
         self._used(keys)
-        with self._cache.transact():
-            raws = [self._cache.get(k) for k in keys]
-        payloads = [None if r is None else self._decode(k, r) for k, r in zip(keys, raws)]
+        payloads = self._load_many(keys)
         self._refuse_misses([k for k, p in zip(keys, payloads) if p is None], model)
         hits = sum(p is not None for p in payloads)
         self._count(model, "hits", hits)
@@ -161,7 +255,7 @@ class CallCache:
 
     def set_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         """Batch store in one transaction."""
-        with self._cache.transact():
+        with self._storing(), self._cache.transact():
             for key, payload in items:
                 self.set(key, payload)
 
@@ -170,7 +264,7 @@ class CallCache:
         are gone (the cache was cleared since the run), naming how many and one of them."""
         missing = []
         for key in keys:
-            payload = self._load(key)
+            (payload,) = self._load_many([key])
             if payload is None:
                 missing.append(key)
             elif not missing:
@@ -181,10 +275,17 @@ class CallCache:
                 f"the run used (first: {missing[0]}); run the spec again with --force corpus "
                 "to recompute them")
 
-    def _load(self, key: str) -> dict[str, Any] | None:
-        """The payload stored under ``key``; None when absent or corrupt."""
-        raw = self._cache.get(key)
-        return None if raw is None else self._decode(key, raw)
+    def _load_many(self, keys: list[str]) -> list[dict[str, Any] | None]:
+        """The payloads stored under ``keys``; None where absent or corrupt. Several
+        keys are read in one transaction (one lock instead of one per key); a single key
+        needs none."""
+        with self._storing():
+            if len(keys) == 1:
+                raws = [self._cache.get(keys[0])]
+            else:
+                with self._cache.transact():
+                    raws = [self._cache.get(k) for k in keys]
+        return [None if r is None else self._decode(k, r) for k, r in zip(keys, raws)]
 
     def _decode(self, key: str, raw: Any) -> dict[str, Any] | None:
         try:
@@ -198,33 +299,55 @@ class CallCache:
         except (ValueError, TypeError, UnicodeDecodeError) as exc:
             log.warning("corrupt cache entry %s (%s) in %s: treated as missing and deleted",
                         key, exc, self.directory)
-            self._cache.delete(key)
+            with self._storing():
+                self._cache.delete(key)
             return None
 
     def _count(self, model: str, what: str, n: int = 1) -> None:
         if n:
-            self._cache.incr(f"stats:{model}:{what}", n, default=0)
+            with self._storing():
+                self._cache.incr(f"stats:{model}:{what}", n, default=0)
 
     def stats(self) -> CacheStats:
         """Entry count (model outputs only), size on disk and hits/misses by model."""
         by_model: dict[str, dict[str, int]] = {}
         entries = 0
-        for key in self._cache.iterkeys():
-            if key.startswith("claim:"):
-                continue
-            if key.startswith("stats:"):
-                model, what = key[len("stats:"):].rsplit(":", 1)
-                by_model.setdefault(model, {"hits": 0, "misses": 0})[what] = int(self._cache[key])
-            else:
-                entries += 1
-        return CacheStats(entries=entries, size_bytes=int(self._cache.volume()), by_model=by_model)
+        with self._storing():
+            for key in self._cache.iterkeys():
+                if key.startswith("claim:"):
+                    continue
+                if key.startswith("stats:"):
+                    model, what = key[len("stats:"):].rsplit(":", 1)
+                    by_model.setdefault(model, {"hits": 0, "misses": 0})[what] = int(
+                        self._cache[key])
+                else:
+                    entries += 1
+            size = int(self._cache.volume())
+        return CacheStats(entries=entries, size_bytes=size, by_model=by_model)
 
     def clear(self) -> int:
         """Remove every entry and counter; returns how many there were."""
-        return int(self._cache.clear())
+        with self._storing():
+            return int(self._cache.clear())
 
     def close(self) -> None:
         self._cache.close()
+
+
+def _file_system_state(folder: Path) -> str | None:
+    """Whether the file system of ``folder`` (or of the nearest folder above it that
+    exists) is read-only or has no block left, which sqlite reports only as "unable to
+    open database file" or "disk I/O error"; None if neither."""
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    try:
+        state = os.statvfs(existing) if existing is not None else None
+    except OSError:
+        return None
+    if state is None:
+        return None
+    if state.f_flag & os.ST_RDONLY:
+        return "it is on a read-only file system"
+    return "no space left on its disk" if state.f_bavail == 0 else None
 
 
 def _holder() -> dict[str, Any]:

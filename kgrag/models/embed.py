@@ -66,38 +66,40 @@ class CachedEmbedder:
         return request_key("embed", {"model_sha256": self.settings.sha256, "normalize": True,
                                      "text": text})
 
-    def encode(self, texts: list[str], chunk: int = 1024) -> np.ndarray:
-        """Vectors for ``texts`` in order; misses are encoded in one backend call per chunk,
-        and progress is reported per chunk (a hundred thousand sentences take minutes)."""
-        out: list[np.ndarray] = []
-        report = Progress("embed", len(texts), unit="text")
-        for start in range(0, len(texts), chunk):
-            out.append(self._encode_chunk(texts[start:start + chunk]))
-            report.tick(len(out[-1]))
-        report.close()
-        if not out:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.concatenate(out)
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Vectors for ``texts`` in order, a batch of ``batch_size`` texts at a time.
 
-    def _encode_chunk(self, texts: list[str]) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
-        found = self.cache.get_many(keys, self.settings.name)
-        vectors: list[np.ndarray | None] = [
-            None if f is None else np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32)
-            for f in found
-        ]
-        missing = [i for i, v in enumerate(vectors) if v is None]
-        unique: dict[str, list[int]] = {}
-        for i in missing:
-            unique.setdefault(texts[i], []).append(i)
-        if unique:
-            encoded = self.backend.encode(list(unique))
-            new = []
-            for (text, positions), vec in zip(unique.items(), encoded):
-                for i in positions:
-                    vectors[i] = vec
-                new.append((keys[positions[0]], {"vector": base64.b64encode(vec.tobytes()).decode()}))
-            self.cache.set_many(new)
-        self.usage.calls += len(unique)
-        self.usage.cache_hits += len(texts) - len(missing)
-        return np.stack(vectors)
+        Each batch's misses are claimed in the cache, encoded in one backend call and
+        stored before the next batch begins, so a kill loses at most one batch's work,
+        and a second process embedding the same texts waits for this one's vectors
+        instead of computing them again (``CallCache.get_or_compute_many``). The
+        distinct texts are batched longest first, as sentence-transformers orders the
+        texts of one call, so that a batch pads its texts to a length near their own
+        (small batches of mixed lengths would spend much of their time on padding).
+        Progress is reported per batch (a hundred thousand sentences take minutes).
+        """
+        unique = sorted(dict.fromkeys(texts), key=len, reverse=True)
+        vectors: dict[str, np.ndarray] = {}
+        report = Progress("embed", len(unique), unit="text")
+        size = self.settings.batch_size
+        for start in range(0, len(unique), size):
+            batch = unique[start:start + size]
+            vectors.update(zip(batch, self._encode_batch(batch)))
+            report.tick(len(batch))
+        report.close()
+        self.usage.cache_hits += len(texts) - len(unique)  # repeats of a text in hand
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([vectors[t] for t in texts])
+
+    def _encode_batch(self, texts: list[str]) -> list[np.ndarray]:
+        """The vectors of distinct ``texts``, from the cache or computed and stored."""
+        def compute(todo: list[int]) -> list[dict[str, Any]]:
+            encoded = self.backend.encode([texts[i] for i in todo])
+            return [{"vector": base64.b64encode(vec.tobytes()).decode()} for vec in encoded]
+
+        found, computed = self.cache.get_or_compute_many(
+            [self._key(t) for t in texts], self.settings.name, compute)
+        self.usage.calls += sum(computed)
+        self.usage.cache_hits += len(texts) - sum(computed)
+        return [np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32) for f in found]

@@ -50,9 +50,19 @@ def atomic_dir(final: Path) -> Iterator[Path]:
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """``path`` holds ``text`` whole, or what it held before: a write that fails (a
+    full disk) leaves neither a part of the file nor its temp file behind."""
     tmp = path.with_name(f"{TEMP_PREFIX}{path.name}")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def remove_stale_temps(run_dir: Path) -> None:

@@ -7,6 +7,10 @@ question is asked), or worse, silently reports old results. So every artefact
 lists its files in ``files.json`` (path, size, sha256), written just before the
 rename, and the runner checks that listing on each reuse: a damaged artefact is
 rebuilt, replaying its model calls from the cache, instead of reused.
+
+A folder whose listing is gone is never taken on trust: listing it as it stands would
+record any damage as the truth. Its files are read instead
+(``kgrag.contents.readable``), and only a folder that reads whole is listed anew.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kgrag.contents.readable import unreadable
 from kgrag.pipeline.artefacts import write_json_atomic
 
 LISTING = "files.json"
@@ -41,11 +46,12 @@ def write_listing(folder: Path) -> None:
 def damage(folder: Path) -> str | None:
     """The first way ``folder`` differs from its listing (a file missing, resized or
     changed), or None if it matches. Files added since are ignored: they cannot make
-    reading the listed ones fail. An artefact without a listing, built by a kgrag
-    that wrote none, has nothing to check against and is taken as it is."""
+    reading the listed ones fail. A folder without a listing has nothing to compare
+    with, so its files must read whole instead."""
     path = folder / LISTING
     if not path.exists():
-        return None
+        problem = unreadable(folder)
+        return None if problem is None else f"{LISTING} missing and {problem}"
     try:
         files = dict(json.loads(path.read_text())["files"])
     except (ValueError, KeyError, TypeError):
@@ -58,13 +64,13 @@ def damage(folder: Path) -> str | None:
 
 
 def check(folder: Path) -> str | None:
-    """``damage`` for the runner, which holds the run's lock: an artefact built before
-    listings existed is trusted on first use and listed now, so existing runs are not
-    rebuilt and later damage to them is caught like any other."""
-    if not (folder / LISTING).exists():
+    """``damage`` for the runner, which holds the run's lock: a folder without a listing
+    that reads whole is listed now, so that it is not read through again and later
+    damage to it is caught like any other."""
+    problem = damage(folder)
+    if problem is None and not (folder / LISTING).exists():
         write_listing(folder)
-        return None
-    return damage(folder)
+    return problem
 
 
 def _describe(path: Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any, Self
 
 import psutil
 
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, writing
 from kgrag.pipeline.artefacts import (
     BUILD_RECORD,
     CALLS_RECORD,
@@ -38,6 +38,9 @@ from kgrag.progress import step_label
 from kgrag.steps import KINDS
 
 log = logging.getLogger(__name__)
+OUTPUTS_ADVICE = ("free space there or make it writable (or set the spec's outputs to "
+                  "another folder), then run again: completed steps and cached model calls "
+                  "are kept")
 
 
 class PeakRSS:
@@ -83,10 +86,12 @@ def forced_steps(plan: Plan, force: Iterable[str]) -> set[str]:
 
 def run_plan(plan: Plan, *, spec: Any, models: Any, run_dir: Path, steps: list[Step] | None = None,
              force: Iterable[str] = (), echo: Callable[[str], None] = print) -> Manifest:
-    """Run ``steps`` (default: the whole plan) under the run folder's lock."""
+    """Run ``steps`` (default: the whole plan) under the run folder's lock. A run folder
+    that cannot take the writes (a full disk, read-only) ends the run with one message;
+    the step it was writing leaves no folder behind, the completed ones stay."""
     todo = plan.steps if steps is None else steps
     rerun = forced_steps(plan, force)
-    with run_lock(run_dir):
+    with writing(run_dir, "the run's outputs", OUTPUTS_ADVICE), run_lock(run_dir):
         remove_stale_temps(run_dir)
         manifest = Manifest.start(run_dir, spec, models, todo)
         for step in todo:

@@ -10,7 +10,6 @@ attachment.
 
 from __future__ import annotations
 
-import os
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from kgrag.errors import writing
 from kgrag.eval.report import (
     BUILD_COLUMNS,
     COLUMNS,
@@ -26,7 +26,7 @@ from kgrag.eval.report import (
     format_cell,
     table_columns,
 )
-from kgrag.pipeline.artefacts import TEMP_PREFIX
+from kgrag.pipeline.artefacts import write_text_atomic
 from kgrag.pipeline.graph_kinds import GRAPH_KINDS
 from kgrag.report.figures import (
     build_costs,
@@ -61,12 +61,13 @@ dl.trace dt { font-weight: 600; } dl.trace dd { margin: 0 0 0.3em 1em; word-brea
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write the report of the finished run in ``run_dir`` (default: its
     ``report.html``) and return its path; a folder that holds no finished, evaluated
-    run is a ``KgragError``."""
+    run is a ``KgragError``, and so is a folder the report cannot be written in."""
     page = _page(RunFolder.open(run_dir))
     path = run_dir / REPORT if out is None else out
-    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, path)
+    with writing(path.parent, f"the report {path.name}",
+                 "free space there or make it writable (or write the report elsewhere "
+                 "with kgrag report --output), then write it again"):
+        write_text_atomic(path, page)
     return path
 
 

@@ -3,6 +3,7 @@ the same metrics; and every way a bundle or a replay can go wrong, one message e
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import tarfile
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kgrag import api
-from kgrag.bundle.archive import INDEX
+from kgrag.bundle.archive import INDEX, read_archive, write_archive
 from kgrag.bundle.compare import metric_differences
 from kgrag.cli import main
 from kgrag.errors import KgragError
@@ -105,6 +106,31 @@ def rewrite(bundle: Path, change) -> None:
             tar.addfile(info, io.BytesIO(data))
 
 
+def flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_damage_at_the_end_of_the_archive_is_found(tmp_path):
+    """Past the tar's end marker lie the tar's padding and gzip's trailer (CRC-32 and
+    length, the last 8 bytes): damage there leaves every member intact, so only the gzip
+    stream's own check, read to its end, can tell."""
+    bundle = tmp_path / "b.tar.gz"
+    write_archive(bundle, {}, {"calls.jsonl": b"[1, 2]\n" * 100})
+    whole = bundle.read_bytes()
+    assert read_archive(bundle)[1]["calls.jsonl"] == b"[1, 2]\n" * 100
+    spoiled = [whole[:-cut] for cut in range(1, 9)]
+    for at in range(-8, 0):
+        data = bytearray(whole)
+        data[at] ^= 0x01
+        spoiled.append(bytes(data))
+    for data in spoiled:
+        bundle.write_bytes(data)
+        with pytest.raises(KgragError, match="is truncated or damaged"):
+            read_archive(bundle)
+
+
 @pytest.mark.parametrize("spoil, message", [
     (lambda b: b.write_bytes(b.read_bytes()[: len(b.read_bytes()) // 2]),
      "is truncated or damaged"),
@@ -114,6 +140,8 @@ def rewrite(bundle: Path, change) -> None:
     (lambda b: rewrite(b, lambda n, d: d.replace(b'"calls"', b'"Calls"') if n == INDEX else d),
      "is damaged or was altered: bundle.json does not match its checksum"),
     (lambda b: b.write_bytes(b"not a bundle"), "is truncated or damaged"),
+    (lambda b: b.write_bytes(b.read_bytes()[:-1]), "is truncated or damaged"),
+    (lambda b: flip(b, -8), "is truncated or damaged"),  # the gzip trailer's CRC-32
 ])
 def test_a_damaged_or_altered_bundle_exits_2_with_one_message(project, tmp_path, capsys,
                                                                 spoil, message):
@@ -192,3 +220,20 @@ def test_only_timings_and_paid_calls_may_differ():
     replayed["builds"] = [{**build, "entities": 8}]
     assert metric_differences(bundled, replayed) == ["rows dense.f1: 0.5 → 0.25",
                                                      "builds kg.entities: 9 → 8"]
+
+
+def test_a_replay_folder_on_a_full_disk_is_one_error(project, tmp_path, capsys, monkeypatch):
+    _, bundle = bundled_run(project, tmp_path)
+    real_write = Path.write_bytes
+
+    def fills_up(self: Path, data: bytes) -> int:
+        if self.name == "calls.jsonl":
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", fills_up)
+    folder = tmp_path / "replay"
+    code, _, err = run_cli(capsys, "replay", str(bundle), "--dir", str(folder))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith(f"kgrag: error: cannot write the replay of tiny.tar.gz in {folder}: "
+                          "no space left on its disk; free space there")

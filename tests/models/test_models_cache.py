@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ from kgrag.models import cache as cache_module
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.llm import CpuShare, InvalidOutput
 from tests.conftest import REPO, RefusingBackend, ScriptedBackend, toy_llm
+from tests.disks import Disk, kgrag_on, needs_mounts
 
 PROMPT = [{"role": "user", "content": "Name a colour."}]
 SCHEMA = {"type": "object", "properties": {"colour": {"type": "string"}},
@@ -125,8 +127,78 @@ def test_a_damaged_cache_database_is_a_clear_error(tmp_path):
     folder = tmp_path / "broken"
     folder.mkdir()
     (folder / "cache.db").write_bytes(b"this is not an sqlite database" * 100)
-    with pytest.raises(KgragError, match="is damaged"):
+    with pytest.raises(KgragError, match="is damaged") as raised:
         CallCache(folder)
+    assert "move or delete that folder" in str(raised.value)
+
+
+# --- a cache folder that cannot take writes is not a damaged cache ---
+
+def sqlite_error(message: str, code: int) -> sqlite3.OperationalError:
+    """An error as sqlite raises it, result code included."""
+    exc = sqlite3.OperationalError(message)
+    exc.sqlite_errorcode = code
+    return exc
+
+
+def keeps_the_cache(message: str) -> bool:
+    """The advice for a cache that is sound: never to delete it."""
+    return ("is damaged" not in message and "move or delete" not in message
+            and "do not delete it" in message)
+
+
+@pytest.mark.parametrize("exc, cause", [
+    (sqlite_error("database or disk is full", sqlite3.SQLITE_FULL), "no space left on its disk"),
+    (sqlite_error("attempt to write a readonly database", sqlite3.SQLITE_READONLY),
+     "it cannot be written"),
+    (OSError(28, "No space left on device"), "no space left on its disk"),
+])
+def test_a_full_or_read_only_cache_folder_is_not_called_damaged(tmp_path, monkeypatch, exc,
+                                                                cause):
+    """Was: "the model-call cache ... is damaged ... move or delete that folder (its calls
+    will be recomputed)" for a healthy cache on a full or read-only disk."""
+    def refuse(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(cache_module.diskcache, "Cache", refuse)
+    with pytest.raises(KgragError) as raised:
+        CallCache(tmp_path / "calls")
+    message = str(raised.value)
+    assert message.startswith(f"cannot write the model-call cache at {tmp_path / 'calls'}: "
+                              f"{cause}") and keeps_the_cache(message)
+
+
+def test_a_disk_that_fills_during_a_run_is_the_same_clear_error(cache, monkeypatch):
+    def full(*args, **kwargs):
+        raise sqlite_error("database or disk is full", sqlite3.SQLITE_FULL)
+
+    monkeypatch.setattr(cache._cache, "set", full)
+    with pytest.raises(KgragError) as raised:
+        cache.get_or_compute("toy:a", "toy", lambda: {"text": "a"})
+    assert "no space left on its disk" in str(raised.value)
+    assert keeps_the_cache(str(raised.value))
+
+
+def cache_with_entries(folder: Path) -> None:
+    cache = CallCache(folder)
+    cache.set_many([(f"toy:{i}", {"text": "x" * 200}) for i in range(50)])
+    cache.close()
+
+
+@needs_mounts
+@pytest.mark.parametrize("disk, cause", [
+    ({"read_only": True}, "it is on a read-only file system"),
+    ({"full": True}, "no space left on its disk"),
+])
+def test_a_real_full_or_read_only_cache_folder_keeps_its_calls(tmp_path, disk, cause):
+    folder = tmp_path / "calls"
+    cache_with_entries(folder)
+    done = kgrag_on([Disk(folder, 2048, **disk)], "cache", "stats", "--dir", str(folder))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [message] = [line for line in done.stderr.splitlines() if line.startswith("kgrag: ")]
+    assert message.startswith(f"kgrag: error: cannot write the model-call cache at {folder}: "
+                              f"{cause}") and keeps_the_cache(message)
+    assert CallCache(folder).stats().entries == 50  # the folder itself, never mounted over
 
 
 # --- claims: a call another process is computing is waited for, not paid twice ---

@@ -18,6 +18,7 @@ from kgrag.contents.answers import ANSWERS
 from kgrag.contents.chunks import CHUNKS_FILE
 from kgrag.contents.dense import DENSE_TABLE
 from kgrag.contents.metrics import METRICS
+from kgrag.contents.retrieved import RETRIEVED
 from kgrag.pipeline import integrity
 from kgrag.pipeline.integrity import LISTING, damage, file_listing, write_listing
 from kgrag.store.vectors import VectorTable
@@ -29,7 +30,6 @@ def test_the_listing_catches_files_missing_resized_or_changed(tmp_path: Path) ->
     (tmp_path / "table.lance" / "data").mkdir(parents=True)
     (tmp_path / "table.lance" / "data" / "a.lance").write_bytes(b"vectors")
     (tmp_path / "rows.parquet").write_bytes(b"rows")
-    assert damage(tmp_path) is None and not (tmp_path / LISTING).exists()  # nothing to check
     write_listing(tmp_path)
     assert list(file_listing(tmp_path)) == ["rows.parquet", "table.lance/data/a.lance"]
     assert damage(tmp_path) is None
@@ -44,6 +44,19 @@ def test_the_listing_catches_files_missing_resized_or_changed(tmp_path: Path) ->
     assert damage(tmp_path) == "table.lance/data/a.lance missing"
     (tmp_path / LISTING).write_text('{"files": ')
     assert damage(tmp_path) == f"{LISTING} unreadable"
+
+
+def test_a_folder_without_its_listing_is_read_through_not_trusted(tmp_path: Path) -> None:
+    """Was: a folder without ``files.json`` was taken as it stood, and the runner listed
+    it with whatever damage it held, which made that damage permanent."""
+    pl.DataFrame({"chunk_id": ["c1", "c2"]}).write_parquet(tmp_path / CHUNKS_FILE)
+    assert damage(tmp_path) is None
+    assert integrity.check(tmp_path) is None and (tmp_path / LISTING).exists()  # listed now
+    (tmp_path / LISTING).unlink()
+    (tmp_path / CHUNKS_FILE).write_bytes((tmp_path / CHUNKS_FILE).read_bytes()[:-9])
+    problem = damage(tmp_path)
+    assert problem.startswith(f"{LISTING} missing and {CHUNKS_FILE} cannot be read (")
+    assert integrity.check(tmp_path) == problem and not (tmp_path / LISTING).exists()
 
 
 def test_files_above_the_hash_limit_are_checked_by_size_only(
@@ -113,6 +126,59 @@ def test_a_damaged_step_is_rebuilt_from_the_cache_and_named_in_a_warning(
     assert again[step]["llm"]["cache_hits"] == first["calls"] + first["cache_hits"]
     assert read(folder) == before and damage(folder) is None
     assert rows_again == rows
+
+
+def cut_retrieved(folder: Path) -> None:
+    path = folder / RETRIEVED
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def read_retrieved(folder: Path) -> Any:
+    """What was retrieved, without its timings (a rebuild measures its own)."""
+    return pl.read_parquet(folder / RETRIEVED).drop("retrieval_ms", "llm_ms").to_dicts()
+
+
+@pytest.mark.parametrize("step, spoil, named, read", [
+    ("retrieve.dense", cut_retrieved, RETRIEVED, read_retrieved),
+    ("dense", delete_vectors, f"{DENSE_TABLE}.lance", read_vectors),
+])
+def test_an_unlisted_damaged_step_is_rebuilt_not_listed_as_it_is(
+        project: Path, caplog: pytest.LogCaptureFixture, step: str,
+        spoil: Callable[[Path], object], named: str, read: Callable[[Path], Any]) -> None:
+    """Was: without its listing, the damaged folder was listed as it stood; a cut
+    retrieved.parquet then failed every later report, a deleted vector data file every
+    query, and the run exited 0."""
+    spec = write_spec(project)
+    built, rows, _ = run_with(spec, RuleLLM())
+    folder = project / "outputs" / "tiny" / built[step]["artefact"]
+    before = read(folder)
+    (folder / LISTING).unlink()  # nothing left to compare the files with: they must read
+    spoil(folder)
+    llm = RuleLLM()
+    with caplog.at_level(logging.WARNING):
+        again, rows_again, _ = run_with(spec, llm)
+    problem = f"{LISTING} missing and {named} cannot be read ("
+    assert f"{step}: artefact {folder.name} is damaged ({problem}" in caplog.text
+    assert again[step]["status"] == "ran" and llm.calls == []
+    assert {name for name, s in again.items() if s["status"] != "reused"} == {step}
+    assert read(folder) == before and (folder / LISTING).exists() and damage(folder) is None
+    assert rows_again == rows
+
+
+def test_a_query_rebuilds_an_unlisted_index_whose_vectors_are_gone(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    spec = write_spec(project)
+    built, _, _ = run_with(spec, RuleLLM())
+    folder = project / "outputs" / "tiny" / built["dense"]["artefact"]
+    (folder / LISTING).unlink()
+    delete_vectors(folder)
+    assert not api.dry_run(api.open_session(spec))[2].reuse  # what --dry-run plans
+    session = open_with(spec, RuleLLM())
+    monkeypatch.setattr(api, "open_session", lambda path: session)
+    code = main(["query", str(spec), "Who directed the film?"])
+    assert code == 0 and "answer: An answer from the evidence" in capsys.readouterr().out
+    assert damage(folder) is None
 
 
 def test_a_query_rebuilds_a_damaged_index_instead_of_failing(

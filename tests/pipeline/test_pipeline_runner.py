@@ -164,7 +164,7 @@ def test_a_damaged_artefact_is_rebuilt_with_a_warning_and_the_rest_reused(tmp_pa
     assert run(plan(), tmp_path).steps[0]["status"] == "reused"
 
 
-def test_an_artefact_without_a_listing_is_trusted_on_first_use_then_checked(tmp_path):
+def test_an_artefact_without_a_listing_that_reads_whole_is_listed_then_checked(tmp_path):
     run(plan(), tmp_path)
     source = next(tmp_path.glob("source-*"))
     (source / LISTING).unlink()  # as built by a kgrag that wrote no listing

@@ -3,6 +3,7 @@ that holds no finished, evaluated run is one error line and exit code 2."""
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from kgrag.cli import main
 from kgrag.pipeline.manifest import MANIFEST
 from kgrag.report.page import REPORT
 from tests.conftest import write_spec
+from tests.disks import Disk, kgrag_on, needs_mounts
 from tests.standin import RuleLLM, open_with
 
 
@@ -87,3 +89,37 @@ def test_a_run_that_did_not_finish_or_evaluate_is_one_error(
     [line] = errors_of(["report", str(folder)], capsys)
     assert line == (f"kgrag: error: {folder}: the artefact of step evaluate is gone "
                     f"({evaluate}); `kgrag run SPEC` rebuilds it")
+
+
+def test_a_report_on_a_full_disk_is_one_error_and_leaves_no_temp_file(
+        finished_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    """Was: ``OSError: [Errno 28] No space left on device``, a traceback, and a half
+    written ``.tmp-report.html`` left behind. The disk fills as the page is written."""
+    real_write = Path.write_text
+
+    def fills_up(self: Path, text: str, *args: object, **kwargs: object) -> int:
+        real_write(self, text[: len(text) // 2], *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", fills_up)
+    out = tmp_path / "pages" / "page.html"
+    out.parent.mkdir()
+    [line] = errors_of(["report", str(finished_run), "-o", str(out)], capsys)
+    assert line == (f"kgrag: error: cannot write the report page.html in {out.parent}: no space "
+                    "left on its disk; free space there or make it writable (or write the "
+                    "report elsewhere with kgrag report --output), then write it again")
+    assert list(out.parent.iterdir()) == []
+
+
+@needs_mounts
+def test_a_report_on_a_real_full_disk_is_one_error_and_leaves_no_temp_file(
+        finished_run: Path, tmp_path: Path) -> None:
+    pages = tmp_path / "pages"
+    done = kgrag_on([Disk(pages, 1024)], "report", str(finished_run), "-o",
+                    str(pages / "page.html"), then=f"ls -A {pages}")
+    # the page, plotly's script inline, is larger than the disk
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"kgrag: error: cannot write the report page.html in {pages}: "
+                                  "no space left on its disk;")
+    assert done.stdout == ""  # what ``ls`` found on that disk afterwards: nothing
