@@ -24,6 +24,7 @@ from kgrag.models.pipelines import resolve_pipeline
 from kgrag.models.registry import ResolvedModel, resolve_embedder, resolve_llm
 from kgrag.pipeline.compile import source_sha256
 from kgrag.spec import Spec, load_spec
+from kgrag.spec.model import resolved
 
 CACHE = "cache"
 BATCH = 2000  # cache entries stored per transaction
@@ -88,7 +89,8 @@ def _place_corpora(unpacked: Unpacked, given: list[Path]) -> list[str]:
     """Copy each ``--corpus`` path to where the spec expects the source of the same sha256;
     the problems for sources that are neither shipped nor given."""
     problems = []
-    hashes = {source_sha256(path.resolve(), f"--corpus {path}"): path for path in given}
+    hashes = {source_sha256(resolved(path, f"--corpus {path}"), f"--corpus {path}"): path
+              for path in given}
     for source in unpacked.index["sources"]:
         target = unpacked.folder / source["member"]
         if source["copied"] or (target.exists() and

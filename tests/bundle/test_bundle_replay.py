@@ -182,6 +182,11 @@ def test_a_bundle_without_its_corpus_replays_once_given_it(project, tmp_path, ca
     code, _, err = run_cli(capsys, "replay", str(bundle), "--dir", str(folder))
     assert code == 2 and "corpus.path is not in the bundle (made with --no-corpus): give the " \
                          "file of sha256 " in err
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)  # a --corpus path in a symbolic-link loop: one error, no traceback
+    code, _, err = run_cli(capsys, "replay", str(bundle), "--dir", str(folder),
+                           "--corpus", str(loop))
+    assert code == 2 and "symbolic links loop back on themselves" in err
     code, out, err = run_cli(capsys, "replay", str(bundle), "--dir", str(folder),
                              "--corpus", str(project / "corpus.jsonl"))
     assert code == 0 and "0 model calls" in out
