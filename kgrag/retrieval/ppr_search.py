@@ -19,6 +19,11 @@ adds the question's mentions as the nlp extractor finds them, matched by name;
 ``nearest_names`` links a mention no name matches to the nearest name embedding;
 ``synonyms`` adds HippoRAG's synonym edges between names that embed close together.
 
+Shapes and links (``phrases``, ``relations``, ``fact_links``, ``name_links``): the graph
+keeps named phrases only, or drops its relationship edges (``kgrag.retrieval.entity_graph``),
+and the question's vector meets rendered facts or phrase names to seed beyond exact
+names (``kgrag.retrieval.fact_links``), each link weighted by its similarity.
+
 Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
 ``PprSearch``. Chunks with mass rank by it (ties by dense rank), then the remaining
 chunks in dense order. A question naming no entity of the graph is answered by the
