@@ -152,9 +152,10 @@ class PprSearch:
     def load(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
              resources: Resources) -> PprSearch:
         """The search over the entity tables in ``graph`` (an extract or hierarchy step's
-        folder), with the chunk vectors in ``dense`` and the titles in ``chunks``. Every
-        strategy of a run that walks the same graph with the same settings (the budgets of
-        a sweep, a fusion's member) shares one search, and so one walk per question."""
+        folder), with the chunk vectors in ``dense`` and the titles in ``chunks``. Strategies
+        loaded one after another that walk the same graph with the same settings (the
+        budgets of a sweep) share one search, and so one walk per question; the last search
+        loaded is kept, so memory holds one graph."""
         damping = config["damping"]
         if not 0.0 < damping < 1.0:
             raise KgragError(f"strategy {config['name']!r}: damping must be in (0, 1), "
