@@ -5,9 +5,9 @@ every other member. The last, ``bundle.sha256``, is the sha256 of the index itse
 gzip stream is read to its very end, so its own trailer (the CRC-32 and length of all it
 holds) is checked too: a file cut short, even by its last byte, or changed anywhere
 fails it, while the tar reader alone would stop at the archive's end marker and miss
-damage past it. A member changed after packing no longer matches its checksum. (The checksums find damage and tampering
-by hand; they are no signature against someone who rewrites the index too.) It is an
-ordinary tar: ``tar tzf`` lists it.
+damage past it. A member changed after packing no longer matches its checksum. (The
+checksums find damage and tampering by hand; they are no signature against someone who
+rewrites the index too.) It is an ordinary tar: ``tar tzf`` lists it.
 """
 
 from __future__ import annotations

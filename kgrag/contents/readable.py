@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
-import lancedb
 import polars as pl
 
 LANCE_SUFFIX = ".lance"  # a LanceDB table is a folder of this name in its database folder
@@ -52,6 +51,8 @@ def _readers(folder: Path) -> Iterator[tuple[str, Path, Callable[[Path], object]
 
 def _scan_table(table: Path) -> None:
     """Open the table and read every row: a data file gone or cut short fails here."""
+    import lancedb  # imported where a table is opened, as in kgrag.store.vectors
+
     rows = lancedb.connect(str(table.parent)).open_table(table.name[:-len(LANCE_SUFFIX)])
     scanned = rows.to_arrow()
     if scanned.num_rows != rows.count_rows():

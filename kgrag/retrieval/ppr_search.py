@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,7 +140,7 @@ class PprSearch:
     def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, *, damping: float,
                  max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
                  mentions: Callable[[str], list[str]] | None = None,
-                 nearest: NearestNames | None = None, links: list[FactLinks] = ()) -> None:
+                 nearest: NearestNames | None = None, links: Sequence[FactLinks] = ()) -> None:
         self.graph, self.walk = graph, Walk(graph.adjacency)
         self.chunk_matrix = chunk_matrix
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds

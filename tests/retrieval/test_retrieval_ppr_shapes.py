@@ -16,6 +16,8 @@ from kgrag.retrieval import ppr_search
 from kgrag.retrieval.entity_graph import EntityGraph, named_phrases
 from kgrag.retrieval.fact_links import FactLinks, fact_text
 from kgrag.retrieval.ppr import PprStrategy
+from kgrag.spec.load import load_spec
+from tests.conftest import write_spec
 from tests.retrieval.test_retrieval_ppr import (
     CHUNK_IDS,
     CONFIG,
@@ -155,9 +157,6 @@ def test_name_links_seed_the_names_nearest_the_question_weighted_by_similarity()
 
 
 def test_ppr_defaults_apply_where_a_spec_is_silent_and_off_values_stay_off(project):
-    from kgrag.spec.load import load_spec
-    from tests.conftest import write_spec
-
     query = [{"name": "new", "strategy": "ppr", "entities": "ents"},
              {"name": "landed", "strategy": "ppr", "entities": "ents", "phrases": "all",
               "dense_seeds": 0},
