@@ -1,9 +1,9 @@
 """Hybrid extraction: spaCy finds a chunk's entities, the LLM only relates them.
 
 Why: the LLM path asks a 135M model to find names, type and describe them, and relate
-them, all in one output of up to 300 tokens; it keeps about 1.5 entities per chunk and
-never found both ends of a 2Wiki gold triple. The nlp path finds the entities well
-(gold entity recall 0.91) but labels a relationship only where the dependency parse
+them, all in one output of a few hundred tokens; it keeps few entities per chunk and
+rarely finds both ends of a 2Wiki gold triple. The nlp path finds the entities well
+but labels a relationship only where the dependency parse
 has a verb or a noun with its preposition. Here the nlp extraction is kept whole and
 one constrained LLM call per chunk writes ``[source, relation, target]`` triples whose
 source and target are enums of the entities found, so every triple is grounded by
@@ -20,9 +20,9 @@ Decisions:
   words as description; the nlp relationships are then added as on the nlp path, so
   a pair both name keeps the LLM's orientation, both descriptions and the higher
   strength, and a pair the LLM left out keeps its nlp relation or co-occurrence
-  edge. Measured on 30 2Wiki paragraphs with SmolLM2, the LLM's relationships alone
-  recall 0.20 of the gold triples, with the nlp ones beside them 0.97
-  (docs/results.md, "Extraction at corpus scale").
+  edge. On 2Wiki paragraphs with SmolLM2, the LLM's relationships alone recall
+  few of the gold triples and the nlp ones beside them most (docs/results.md,
+  "Extraction at corpus scale").
 * Bad input is recorded, never an error: a chunk with fewer than two entities gets
   no call (``no_entities``); a call whose triples name no two distinct known
   entities, or that fails validation on every attempt, leaves the nlp extraction as

@@ -26,8 +26,7 @@ block is discarded, so memory stays at a few block-sized arrays (about
 ``_BLOCK_ELEMENTS`` entries each) whatever n is. Time is quadratic. The
 cosines cost O(n²·d) flops. The sparse product costs the sum, over keywords,
 of their squared document frequency. On two CPU cores this is fine at the
-4,000-20,000 chunks of the KET-RAG benchmarks: 0.4 s for the 3,230 musique_200
-chunks and 9 s for 19,380 (local log-log slope about 1.6; see
+thousands to tens of thousands of chunks of the KET-RAG benchmarks (seconds; see
 ``benchmarks/ket_graphs.py``). The dense cosine product is the largest part; no approximate
 index is needed at these sizes.
 """

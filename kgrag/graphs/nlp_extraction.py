@@ -1,7 +1,7 @@
 """LLM-free extraction of entities and relationships with a spaCy pipeline.
 
-Why: LLM extraction with the bundled 135M model costs about 8 s per chunk and keeps
-about 1.5 entities per chunk, so no graph method runs at corpus scale. A small spaCy
+Why: LLM extraction with the bundled 135M model costs seconds per chunk and keeps
+few entities per chunk, so no graph method runs at corpus scale. A small spaCy
 pipeline parses a paragraph in tens of milliseconds, and what it finds is grounded by
 construction: every name is a span of the text (or the chunk's title). LazyGraphRAG
 builds its concept graph the same way (noun phrases and their co-occurrence, no LLM
@@ -56,9 +56,9 @@ LABELLED_STRENGTH = 8
 COOCCURRENCE_STRENGTH = 2
 # Two mentions relate when at most this many dependency arcs part them: a verb's
 # subject and object (2), or a verb, its preposition and that one's object (3).
-# On 2Wiki's gold triples, relating every pair in a sentence adds 0.4 points of triple
-# recall and makes 2.2 times the relationships (130 instead of 59 per paragraph), each
-# of them embedded by a skeleton build; 2 arcs lose 0.3 points and keep 43.
+# On 2Wiki's gold triples, relating every pair in a sentence barely adds triple recall
+# and about doubles the relationships, each of them embedded by a skeleton build; two
+# arcs lose a little recall (docs/results.md, "Extraction at corpus scale").
 MAX_ARCS = 3
 
 

@@ -114,8 +114,8 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
         Param("relationship_vectors", {"type": "boolean"},
               "embed every relationship ('source -- target: description') into the build's "
               "LanceDB store, for users to search; no strategy reads these vectors. false "
-              "skips them: the nlp extraction finds about 40 relationships per chunk, tens of "
-              "minutes of embedding per sample on a CPU.", default=True),
+              "skips them: the nlp extraction finds dozens of relationships per chunk, a long "
+              "embedding per sample on a CPU.", default=True),
         Param("summarise_descriptions", {"type": "boolean"},
               "one LLM call (the extraction LLM) writes a single description for every "
               "entity and relationship whose descriptions come from several chunks, as "
@@ -203,7 +203,7 @@ EXTRACTION_COMMON = (
           "LLM for extraction (methods llm and hybrid) and for the other knowledge-building "
           "calls (description summaries, HugRAG module summaries and gates; any method): a "
           "bundled name or a .gguf path; null uses models.llm. SmolLM2 in chat style extracts "
-          "about as much as Gemma in a quarter of the time (docs/results.md).",
+          "about as much as Gemma in less time (docs/results.md).",
           default=None),
     Param("prompt", {"enum": ["completion", "chat"]},
           "completion (plain few-shot text; the bundled base models) or chat (chat template), "
@@ -224,8 +224,8 @@ EXTRACTION_METHODS: dict[str, ExtractionMethod] = {method.name: method for metho
     ExtractionMethod("nlp", "named entities and noun chunks of a spaCy pipeline, the chunk's "
                      "title as an entity, relationships from the dependency parse (label = "
                      "verb or noun with its preposition, e.g. 'directed by'; else a "
-                     "co-occurrence edge); no LLM call, hundreds of times faster than method "
-                     "llm.", (PIPELINE,), _nlp_config),
+                     "co-occurrence edge); no LLM call, far faster than method llm.",
+                     (PIPELINE,), _nlp_config),
     ExtractionMethod("hybrid", "the nlp extraction, plus one short JSON-schema constrained "
                      "LLM call per chunk that writes [source, relation, target] triples whose "
                      "source and target can only be the entities spaCy found (grounded by "

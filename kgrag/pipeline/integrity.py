@@ -25,9 +25,9 @@ from kgrag.pipeline.artefacts import write_json_atomic
 
 LISTING = "files.json"
 # Files up to this size are hashed, larger ones checked by size only. Every run checks
-# every artefact it reuses, so the check must stay cheap: sha256 reads about 800 MiB/s
-# on a 2-core machine, so a file at this limit costs ~80 ms, and the files past it (the
-# vector tables of large corpora) would cost seconds per reuse, while the damage seen in
+# every artefact it reuses, so the check must stay cheap: a file at this limit hashes in
+# a fraction of a second, and the files past it (the vector tables of large corpora)
+# would cost seconds per reuse, while the damage seen in
 # practice (a file deleted, truncated, or replaced by other content) changes the size.
 HASH_LIMIT = 64 * 2**20
 

@@ -11,7 +11,7 @@ The graph has:
 * an edge between an entity and every chunk it was extracted from, of weight 1 / (the
   chunks the entity is linked to) with ``specific_steps`` (the default), else 1: a step
   from a chunk then favours its rare entities over hub concepts such as "FILM" that
-  would leak the walk's mass across the corpus (on 2wiki_200, R@5 0.875 → 0.887),
+  would leak the walk's mass across the corpus (docs/methods/ppr.md),
   while a step from an entity still spreads evenly over its chunks;
 * an edge of weight strength / 10 between the two entities of a relationship;
 * with ``titles``, each chunk's title as one more entity (merged with an extracted

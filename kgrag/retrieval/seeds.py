@@ -1,8 +1,8 @@
 """Seed linking beyond graph names found in the question, for personalised PageRank.
 
 ``EntityGraph.link`` finds the graph's names in the question word for word. Two
-additions, each off unless a spec sets it (issue 19's "entities found in the
-question by the same extractor, with an embedding nearest-neighbour fallback"):
+additions, each off unless a spec sets it: entities found in the question by the
+same extractor, with an embedding nearest-neighbour fallback:
 
 * ``ExtractorMentions``: the question parsed by the nlp extraction's spaCy pipeline
   and its mentions found by the very rules that found the graph's entities in the

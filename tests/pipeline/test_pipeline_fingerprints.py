@@ -2,9 +2,8 @@
 
 A fingerprint that changes makes every later run rebuild that step and all after
 it, which for an extraction means hours of LLM calls; so a change must be on
-purpose. ``spec_fingerprints.json`` holds every step's fingerprint as compiled at
-commit 06cb6a7, before the ``nlp`` extraction method (whose ``extraction.method``
-defaults to ``llm`` and must leave those plans alone). After a deliberate change,
+purpose. ``spec_fingerprints.json`` holds every step's fingerprint as recorded when each spec
+landed; options added later keep them by being off (or absent) by default. After a deliberate change,
 rewrite it with ``python -m tests.pipeline.test_pipeline_fingerprints`` and say why
 in the commit.
 """
