@@ -161,6 +161,15 @@ def _is_ip(host: str) -> bool:
     return True
 
 
+def model_file(model: ResolvedModel, why: str) -> Path:
+    """The GGUF file of ``model``, for work that reads its weights (``why``): refused for
+    a served model, whose weights are the server's."""
+    if isinstance(model, ServedModel):
+        raise KgragError(f"{why} reads the weights of models.llm, and {model.name!r} is "
+                         f"served at {model.url}: name its GGUF file in models.llm instead")
+    return model.path
+
+
 def no_scoring(model: ServedModel, where: str) -> KgragError:
     """Why a served model cannot score (ARK's alignment scores need the log-probability
     of each prompt token given the ones before it). llama.cpp's servers echo prompt

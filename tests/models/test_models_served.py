@@ -176,6 +176,8 @@ def test_entries_are_checked_before_any_request():
     remote = resolve_llm_entry(entry(server="https://8.8.8.8/v1", allow_remote=True), None,
                                "models.llm")
     assert remote.sha256 == IDENTITY  # the declared identity is the model's identity
+    with pytest.raises(KgragError, match="reads the weights of models.llm"):
+        served.model_file(remote, "RAS's Graph-LLM training")
 
 
 def test_a_name_that_resolves_to_a_public_address_is_refused_when_contacted(cache):
@@ -210,12 +212,13 @@ def llm_calls(result) -> tuple[int, int]:
     return (sum(s["llm"]["calls"] for s in steps), sum(s["llm"]["cache_hits"] for s in steps))
 
 
-def test_a_spec_runs_on_the_server_concurrently_and_replays_without_it(project, server):
+def test_a_spec_runs_on_the_server_concurrently_and_replays_without_it(project, server,
+                                                                       tmp_path):
     first = api.run(served_spec(project, "served", server, concurrency=3), echo=lambda s: None)
     calls, _ = llm_calls(first)
     extract = next(s for s in first.manifest.steps if s["name"] == "extract.skel")
     assert calls >= 2 and extract["llm"]["calls"] >= 1 and extract["notes"]["failed_chunks"] == []
-    assert first.manifest.models["llm"] == {"name": str(SMOLLM2.path), "sha256": IDENTITY,
+    assert first.manifest.data["models"]["llm"] == {"name": str(SMOLLM2.path), "sha256": IDENTITY,
                                             "server": server}
 
     # concurrency and the URL are in no key: one at a time, from another port, the
@@ -227,7 +230,12 @@ def test_a_spec_runs_on_the_server_concurrently_and_replays_without_it(project, 
         s["fingerprint"] for s in first.manifest.steps]
     rebuilt = api.run(served_spec(project, "served", dead), echo=lambda s: None,
                       force=("corpus",))
-    assert llm_calls(rebuilt) == (0, llm_calls(first)[0])
+    assert llm_calls(rebuilt) == (0, sum(llm_calls(first)))
+
+    # a bundle of the spec naming the dead server replays on its cached calls alone
+    api.bundle(project / "specs" / "served.yaml", tmp_path / "served.tar.gz")
+    replayed = api.replay(tmp_path / "served.tar.gz", tmp_path / "replay", echo=lambda s: None)
+    assert replayed.model_calls == 0 and replayed.differences == []
 
 
 def test_a_dead_server_is_exit_2_and_keeps_completed_steps(project, quick_retries, capsys):
