@@ -248,3 +248,22 @@ def test_a_dead_server_is_exit_2_and_keeps_completed_steps(project, quick_retrie
     kept = {p.name.rsplit("-", 1)[0] for p in (project / "outputs" / "dead").iterdir()
             if p.is_dir()}
     assert {"corpus", "chunks"} <= kept
+
+
+def test_extraction_may_name_a_served_model_beside_an_in_process_one(project):
+    entry = {"server": "http://127.0.0.1:8080/v1", "model": "qwen", "identity": "hf:org/qwen@abc"}
+    spec = write_spec(project, "mixed", models={"llm": {"model": "smollm2-135m"}},
+                      extraction={"method": "hybrid", "model": {**entry, "concurrency": 4}},
+                      graphs=[{"name": "skel", "kind": "skeleton"}],
+                      query=[{"name": "local", "strategy": "ket", "skeleton": "skel",
+                              "theta": 1}])
+    session = api.open_session(spec)  # no request: the server is contacted on a miss only
+    extractor, answerer = session.models.model("extractor"), session.models.model("answerer")
+    assert (extractor.sha256, extractor.url, answerer.sha256) == (
+        "hf:org/qwen@abc", "http://127.0.0.1:8080/v1", SMOLLM2.sha256)
+    assert session.models.executor_for("extractor").workers == 4
+    extract = next(s for s in session.plan.steps if s.name == "extract.skel")
+    assert extract.config["llm"]["sha256"] == "hf:org/qwen@abc"  # the identity is fingerprinted
+    with pytest.raises(KgragError, match="extraction.model.server is set but"):
+        api.open_session(write_spec(project, "bad", extraction={
+            "model": {**entry, "identity": None}}))
