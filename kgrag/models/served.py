@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import socket
 import threading
 import time
@@ -234,7 +235,7 @@ class ServerBackend:
             try:
                 return self._post(path, sent)
             except _Rejected as exc:
-                named = [f for f in CONSTRAINTS if f in sent and f in exc.text]
+                named = [f for f in CONSTRAINTS if f in sent and re.search(rf"\b{f}\b", exc.text)]
                 if not named or all(f in named for f in CONSTRAINTS if f in sent):
                     raise self._refused(path, exc) from None
                 self._refused_fields.update(named)
