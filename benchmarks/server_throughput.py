@@ -129,7 +129,7 @@ def extraction_rows(count: int, folder: Path) -> list[dict[str, Any]]:
         started = time.perf_counter()
         triples = run()
         wall = time.perf_counter() - started
-        print(f"{name}: {wall:.1f} s, {llm.usage.calls - WARM_UP} calls", file=sys.stderr,
+        print(f"{name}: {wall:.1f} s, {llm.usage.calls} calls with the warm-up", file=sys.stderr,
               flush=True)
         return {"variant": name, "chunks": len(work), "wall_s": round(wall, 1),
                 "chunks_per_min": round(60 * len(work) / wall, 2), "triples": triples}
