@@ -21,7 +21,8 @@ from kgrag.bundle.pack import CALLS
 from kgrag.errors import KgragError, writing
 from kgrag.models.cache import CallCache
 from kgrag.models.pipelines import resolve_pipeline
-from kgrag.models.registry import ResolvedModel, resolve_embedder, resolve_llm
+from kgrag.models.registry import ResolvedModel, resolve_embedder
+from kgrag.models.served import resolve_llm_entry
 from kgrag.pipeline.compile import source_sha256
 from kgrag.spec import Spec, load_spec
 from kgrag.spec.model import resolved
@@ -113,17 +114,22 @@ def _model_problems(spec: Spec, recorded: dict[str, dict[str, Any]]) -> list[str
     """Each model of the spec that this machine lacks or holds in another version."""
     base = spec.path.parent
     llm = spec.models["llm"]["model"]
-    wanted: dict[str, tuple[Callable[[str, Path], ResolvedModel], str]] = {
-        "llm": (resolve_llm, llm), "embedder": (resolve_embedder, spec.models["embedder"]["model"])}
-    if spec.extraction["model"] not in (None, llm):
-        wanted["extraction_llm"] = (resolve_llm, spec.extraction["model"])
+    wanted: dict[str, tuple[Callable[[], ResolvedModel], str]] = {
+        "llm": (lambda: resolve_llm_entry(spec.models["llm"], base, "models.llm"), llm),
+        "embedder": (lambda: resolve_embedder(spec.models["embedder"]["model"], base),
+                     spec.models["embedder"]["model"])}
+    extraction = spec.extraction["model"]
+    if extraction not in (None, llm):
+        wanted["extraction_llm"] = (
+            lambda: resolve_llm_entry(extraction, base, "extraction.model"),
+            extraction if isinstance(extraction, str) else extraction["model"])
     problems = []
     for role, (resolve, name) in wanted.items():
         if role not in recorded:  # the run used no such model (an LLM-free run)
             continue
         expected = recorded[role]["sha256"]
-        try:
-            found = resolve(name, base)
+        try:  # a served model resolves to its declared identity: no server is contacted
+            found = resolve()
         except KgragError as exc:
             problems.append(f"model {name} ({role}, sha256 {expected[:16]}…) is missing here: "
                             f"{exc}")

@@ -11,10 +11,11 @@ from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder, EmbedderSettings
-from kgrag.models.executor import Executor, LocalExecutor
+from kgrag.models.executor import Executor, LocalExecutor, ThreadedExecutor
 from kgrag.models.llm import CachedLLM, LLMSettings
 from kgrag.models.pipelines import ResolvedPipeline, resolve_pipeline
-from kgrag.models.registry import ResolvedModel, resolve_embedder, resolve_llm
+from kgrag.models.registry import ResolvedModel, resolve_embedder
+from kgrag.models.served import ServedModel, ServerBackend, no_scoring, resolve_llm_entry
 from kgrag.models.usage import Usage
 
 # The spec entry that serves each role. The answering LLM (``models.llm``) answers and
@@ -44,7 +45,8 @@ class Models:
     """
 
     def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path,
-                 extraction_model: str | None = None, pipeline: str | None = None, *,
+                 extraction_model: str | Mapping[str, Any] | None = None,
+                 pipeline: str | None = None, *,
                  llm_backend: Any = None, embed_backend: Any = None,
                  executor: Executor | None = None,
                  trained: Mapping[str, str] | None = None) -> None:
@@ -58,11 +60,11 @@ class Models:
         # every embedder named so far (the spec's, strategies', bases, every trained
         # stage), by identity: what steps' configs record and ``embedder_of`` finds
         self._known: dict[str, ResolvedModel] = {m.sha256: m for m in self._bases.values()}
-        llm = resolve_llm(config["llm"]["model"], base_dir)
+        llm = resolve_llm_entry(config["llm"], base_dir, "models.llm")
         self._entries: dict[str, ResolvedModel] = {
             "llm": llm,
             "extraction": llm if extraction_model is None
-            else resolve_llm(extraction_model, base_dir)}
+            else resolve_llm_entry(extraction_model, base_dir, "extraction.model")}
         name = config["embedder"]["model"]
         if name not in self._bases:
             self._entries["embedder"] = self.embedder_model(name)
@@ -125,17 +127,36 @@ class Models:
         return self._embedders[model.sha256]
 
     def llm(self, role: str) -> CachedLLM:
-        """The cached LLM that plays ``role``; roles served by one model share it."""
+        """The cached LLM that plays ``role``; roles served by one model share it. A
+        served model's misses go to its server (``kgrag.models.served``)."""
         m = self.model(role)
+        if role == "scorer" and isinstance(m, ServedModel):
+            raise no_scoring(m, self._where(m))
         if m.sha256 not in self._llms:
             c = self.config["llm"]
+            backend = self._llm_backend
+            if backend is None and isinstance(m, ServedModel):
+                backend = ServerBackend(m, self._where(m))
             settings = LLMSettings(
                 name=m.name if m.bundled else m.path.name, path=m.path, sha256=m.sha256,
                 n_ctx=c["n_ctx"], temperature=c["temperature"], top_p=c["top_p"],
                 seed=c["seed"], n_threads=c["n_threads"], n_gpu_layers=c["n_gpu_layers"],
                 max_retries=c["max_retries"])
-            self._llms[m.sha256] = CachedLLM(settings, self.cache, self._llm_backend)
+            self._llms[m.sha256] = CachedLLM(settings, self.cache, backend)
         return self._llms[m.sha256]
+
+    def _where(self, model: ServedModel) -> str:
+        """The spec key that names a served model (for messages)."""
+        return "models.llm" if model is self._entries["llm"] else "extraction.model"
+
+    def executor_for(self, role: str) -> Executor:
+        """Where the calls of ``role``'s work items run: a served model's ``concurrency``
+        items at a time (its server batches them), else the spec's executor."""
+        m = self.model(role)
+        if isinstance(m, ServedModel) and m.concurrency > 1 and isinstance(self.executor,
+                                                                          LocalExecutor):
+            return ThreadedExecutor(m.concurrency)
+        return self.executor
 
     @property
     def embedder(self) -> CachedEmbedder:
@@ -169,7 +190,8 @@ class Models:
                            "embedder": "embedder"}.items():
             m = self.model(role)
             if m.sha256 in identities and (name != "extraction_llm" or m.sha256 != llm.sha256):
-                described[name] = {"name": m.name, "path": str(m.path), "sha256": m.sha256}
+                described[name] = {"name": m.name, "sha256": m.sha256} | (
+                    {"server": m.url} if isinstance(m, ServedModel) else {"path": str(m.path)})
         if self.pipeline is not None and self.pipeline.identity() in named:
             described["pipeline"] = {"name": self.pipeline.name, **self.pipeline.identity()}
         return described

@@ -73,6 +73,20 @@ class LocalExecutor:
         return list(progress(task(llm, item) for item in items))
 
 
+class ThreadedExecutor:
+    """``workers`` tasks at a time on threads of this process: for a model server, which
+    batches the requests that arrive together. Results stay in item order, and every
+    output is a function of its request (the cache key), so completion order changes
+    nothing."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+
+    def map(self, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
+            progress: Watch = unwatched) -> list[R]:
+        return _threaded(self.workers, llm, task, items, progress)
+
+
 class RayExecutor:
     """``workers`` tasks at a time; their cache misses computed by Ray actors."""
 
@@ -85,15 +99,7 @@ class RayExecutor:
             progress: Watch = unwatched) -> list[R]:
         ray = _connected(self.address, self.workers)
         remote = llm.computing_with(RemoteBackend(functools.partial(self._pool, ray, llm)))
-        with ThreadPoolExecutor(self.workers, thread_name_prefix="kgrag-ray") as threads:
-            futures = [threads.submit(task, remote, item) for item in items]
-            try:
-                for _ in progress(_as_completed(futures)):
-                    pass
-            finally:
-                for future in futures:
-                    future.cancel()
-        return [future.result() for future in futures]
+        return _threaded(self.workers, remote, task, items, progress)
 
     def _pool(self, ray: Any, llm: CachedLLM) -> ActorPool:
         """The actors of ``llm``'s model, started on first use."""
@@ -102,6 +108,21 @@ class RayExecutor:
                 self._pools[llm.settings.sha256] = ActorPool(ray, llm.settings, llm.backend,
                                                              self.workers)
             return self._pools[llm.settings.sha256]
+
+
+def _threaded(workers: int, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
+              progress: Watch) -> list[R]:
+    """``task(llm, item)`` for every item, ``workers`` at a time, results in item order;
+    the first failure cancels what has not started and is raised."""
+    with ThreadPoolExecutor(workers, thread_name_prefix="kgrag-calls") as threads:
+        futures = [threads.submit(task, llm, item) for item in items]
+        try:
+            for _ in progress(_as_completed(futures)):
+                pass
+        finally:
+            for future in futures:
+                future.cancel()
+    return [future.result() for future in futures]
 
 
 def _as_completed(futures: list[Future]) -> Iterator[None]:

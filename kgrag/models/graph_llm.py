@@ -21,6 +21,7 @@ from typing import Any
 
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
+from kgrag.models.served import model_file
 from kgrag.models.usage import Usage
 
 IDENTITY = "identity.json"
@@ -78,6 +79,7 @@ def load_cached_graph_llm(folder: Path, models: Any) -> CachedGraphLLM:
     def load() -> Any:
         from kgrag.training.graph_llm import GraphLLM
 
-        return GraphLLM.load(folder / MODEL, base.path, embedder.encode)
+        return GraphLLM.load(folder / MODEL, model_file(base, "RAS's Graph-LLM"),
+                             embedder.encode)
 
     return CachedGraphLLM(identity["fingerprint"], models.cache, load)

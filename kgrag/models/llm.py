@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psutil
 
@@ -25,6 +25,9 @@ from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.greedy_grammar import GreedyGrammar
 from kgrag.models.usage import Usage
+
+if TYPE_CHECKING:
+    from kgrag.models.backend import LLMBackend
 
 log = logging.getLogger(__name__)
 
@@ -331,10 +334,11 @@ class CachedLLM:
     without calling the model, yet an invalid output is never returned as valid.
     """
 
-    def __init__(self, settings: LLMSettings, cache: CallCache, backend: Any = None) -> None:
+    def __init__(self, settings: LLMSettings, cache: CallCache,
+                 backend: LLMBackend | None = None) -> None:
         self.settings = settings
         self.cache = cache
-        self.backend = backend if backend is not None else LlamaCppBackend(settings)
+        self.backend: LLMBackend = backend if backend is not None else LlamaCppBackend(settings)
         self.usage = Usage()
         self._counting = threading.Lock()  # an executor's threads share the counters
 

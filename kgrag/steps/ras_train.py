@@ -15,6 +15,7 @@ from kgrag.contents.corpus import read_documents
 from kgrag.errors import KgragError
 from kgrag.graphs.nlp_extraction import Chunk
 from kgrag.models.graph_llm import IDENTITY, MODEL, load_cached_graph_llm
+from kgrag.models.served import model_file
 from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.retrieval.ras import GRAPH_LLM_PLAN_TOKENS, PLAN_INSTRUCTION
 from kgrag.retrieval.ras_plan import few_shot_plan, parse_plan
@@ -120,7 +121,8 @@ def ras_graph_llm(ctx: StepContext) -> None:
         raise KgragError(f"{ctx.step.name}: every sample is held back; lower heldback")
     base = ctx.models.model("answerer")
     embedder = ctx.models.embedder_of(cfg["embedder"])
-    report = train_graph_llm(train, GraphLLMSettings(**cfg["settings"]), base.path,
+    report = train_graph_llm(train, GraphLLMSettings(**cfg["settings"]),
+                             model_file(base, "RAS's Graph-LLM training"),
                              embedder.encode, ctx.out_dir / MODEL)
     (ctx.out_dir / IDENTITY).write_text(json.dumps(
         {"fingerprint": ctx.step.fingerprint, "base_sha256": report["base_sha256"],

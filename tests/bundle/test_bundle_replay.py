@@ -157,13 +157,13 @@ def test_a_model_that_differs_or_is_missing_is_named(project, tmp_path, capsys, 
     _, bundle = bundled_run(project, tmp_path, monkeypatch=monkeypatch)
     from kgrag.bundle import replay
 
-    def other_gemma(name, base=None):
-        return ResolvedModel(name, "llm", Path("/models/gemma.gguf"), "f" * 64, True)
+    def other_gemma(entry, base=None, where="models.llm"):
+        return ResolvedModel(entry["model"], "llm", Path("/models/gemma.gguf"), "f" * 64, True)
 
     def no_embedder(name, base=None):
         raise KgragError(f"unknown embedder {name!r}")
 
-    monkeypatch.setattr(replay, "resolve_llm", other_gemma)
+    monkeypatch.setattr(replay, "resolve_llm_entry", other_gemma)
     monkeypatch.setattr(replay, "resolve_embedder", no_embedder)
     code, _, err = run_cli(capsys, "replay", str(bundle), "--dir", str(tmp_path / "r"))
     assert code == 2 and len(err.splitlines()) == 1

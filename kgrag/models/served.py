@@ -1,0 +1,361 @@
+"""An LLM behind a local model server that speaks the OpenAI HTTP API (llama.cpp's
+``llama-server``, llama-cpp-python's server, vLLM, Ollama, LM Studio).
+
+Why a server at all: a model of 7-70B parameters on a GPU is run behind a server,
+which batches concurrent requests; kgrag then sends work items concurrently
+(``concurrency``) instead of one call at a time.
+
+The cache contract is the in-process one. A served model's identity is the one the
+spec declares (``identity: sha256:<the GGUF's sha256>``, or another scheme such as a
+Hugging Face repository at a revision), and it stands in the cache keys and the
+fingerprints where a GGUF's sha256 stands for an in-process model. The server itself
+is contacted only on a cache miss, so a replay (a sealed cache) never needs it. On the
+first miss kgrag checks that the server serves the named model and, where the server
+names the model's file on this machine (llama.cpp's servers do), that the file's
+sha256 is the declared identity: a server that contradicts it is refused, since its
+outputs would be cached under another model's name.
+
+Prompts go only to this machine or a private network: a URL whose host is a public
+address (or a name that resolves to one) is refused unless the spec sets
+``allow_remote``. Requests time out, are retried with back-off while the server is
+unreachable or busy, and end in one ``KgragError`` that says what to do.
+
+Log-probability scoring (ARK) is refused before the step that scores starts
+(``no_scoring``). Constraints use the standard request fields. A JSON-schema output is asked for with
+``response_format`` (``json_schema``) and, for the llama.cpp servers, the same schema
+as a GBNF ``grammar``; a server that rejects the standard field (llama-cpp-python's
+chat endpoint) gets the grammar alone from then on. Validation and retries are
+``CachedLLM``'s, as in-process.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from kgrag.errors import KgragError
+from kgrag.models.llm import FIXED_SAMPLING, Completion
+from kgrag.models.registry import ResolvedModel, file_sha256, resolve_llm
+
+CONNECT_TIMEOUT_S = 5.0
+ATTEMPTS = 4  # per request, while the server is unreachable or answers "busy"
+BACKOFF_S = 1.0  # doubled after each failed attempt
+BUSY = {429, 502, 503, 504}  # statuses a loading or overloaded server answers
+CONSTRAINTS = ("response_format", "grammar", "guided_grammar")  # kept while another stays
+LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+SERVED_DEFAULTS = {"identity": None, "concurrency": 1, "timeout_s": 600.0,
+                   "allow_remote": False}
+
+
+@dataclass(frozen=True)
+class ServedModel(ResolvedModel):
+    """A model a server serves: ``name`` is the server's name for it, ``sha256`` the
+    declared identity, ``path`` empty (no file here)."""
+
+    url: str = ""
+    concurrency: int = 1
+    timeout_s: float = 600.0
+    allow_remote: bool = False
+
+
+def resolve_llm_entry(entry: str | Mapping[str, Any], base_dir: Path | None, where: str
+                      ) -> ResolvedModel:
+    """The LLM a spec entry names: a bundled name or .gguf path, or a served model
+    (``{server, model, identity, ...}``: ``models.llm`` with ``server`` set, or the same
+    object as ``extraction.model``). Resolving contacts no server."""
+    if isinstance(entry, str):
+        return resolve_llm(entry, base_dir)
+    if entry.get("server") is None:
+        return resolve_llm(entry["model"], base_dir)
+    return served_model({**SERVED_DEFAULTS, **entry}, where)
+
+
+def served_model(entry: Mapping[str, Any], where: str) -> ServedModel:
+    """A ``ServedModel`` from a spec entry, its URL and identity checked (no request)."""
+    url = str(entry["server"]).rstrip("/")
+    host = _host(url, where)
+    identity = entry["identity"]
+    if identity is None:
+        raise KgragError(
+            f"{where}.server is set but {where}.identity is not: kgrag keys its call cache "
+            "and the fingerprints of what the model builds by the model's identity, and "
+            "cannot read it from a server. Declare the weights the server runs, e.g. "
+            f"`identity: sha256:<sha256sum of the GGUF file>` (docs/model-server.md)")
+    scheme, _, rest = identity.partition(":")
+    if not rest or (scheme == "sha256" and not _is_hex64(rest)):
+        raise KgragError(f"{where}.identity {identity!r} is not an identity: write "
+                         "sha256:<64 hex digits of the model file> or scheme:name "
+                         "(e.g. hf:org/model@revision)")
+    if not entry["allow_remote"]:
+        _refuse_public(host, url, where, resolve=False)
+    return ServedModel(name=str(entry["model"]), kind="llm", path=Path(), sha256=identity,
+                       bundled=False, url=url, concurrency=int(entry["concurrency"]),
+                       timeout_s=float(entry["timeout_s"]),
+                       allow_remote=bool(entry["allow_remote"]))
+
+
+def _is_hex64(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
+def _host(url: str, where: str) -> str:
+    """The host of an http(s) URL, or a ``KgragError`` saying what is wrong with it."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is no number
+    except ValueError as exc:
+        raise KgragError(f"{where}.server {url!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise KgragError(f"{where}.server {url!r} is not an http(s) URL with a host, such as "
+                         "http://127.0.0.1:8080/v1")
+    if parts.query or parts.fragment or parts.username:
+        raise KgragError(f"{where}.server {url!r}: give the API's base URL only (no query, "
+                         "fragment or user), such as http://127.0.0.1:8080/v1")
+    return parts.hostname
+
+
+def _is_local(address: str) -> bool:
+    """Loopback or a private network; link-local addresses (cloud metadata services
+    answer there) are not."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or (ip.is_private and not ip.is_link_local)
+
+
+def _refuse_public(host: str, url: str, where: str, *, resolve: bool) -> None:
+    """Refuse a host that is not this machine or a private network. An address or a
+    name of this machine is checked at once; another name (``resolve``) when it is
+    first contacted, by the addresses it resolves to."""
+    if host.lower() in LOCAL_NAMES:
+        return
+    addresses = [host] if _is_ip(host) else None
+    if addresses is None:
+        if not resolve:
+            return
+        try:
+            addresses = sorted({info[4][0] for info in socket.getaddrinfo(host, None)})
+        except OSError as exc:
+            raise KgragError(f"{where}.server {url}: cannot resolve {host!r} ({exc})") from None
+    public = [a for a in addresses if not _is_local(a)]
+    if public:
+        raise KgragError(
+            f"{where}.server {url} is not on this machine or a private network ({host} is "
+            f"{', '.join(public)}): kgrag sends prompts, and so the corpus, only to local "
+            f"servers unless the spec allows this one with {where}.allow_remote: true")
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def model_file(model: ResolvedModel, why: str) -> Path:
+    """The GGUF file of ``model``, for work that reads its weights (``why``): refused for
+    a served model, whose weights are the server's."""
+    if isinstance(model, ServedModel):
+        raise KgragError(f"{why} reads the weights of models.llm, and {model.name!r} is "
+                         f"served at {model.url}: name its GGUF file in models.llm instead")
+    return model.path
+
+
+def no_scoring(model: ServedModel, where: str) -> KgragError:
+    """Why a served model cannot score (ARK's alignment scores need the log-probability
+    of each prompt token given the ones before it). llama.cpp's servers echo prompt
+    log-probabilities shifted by one position (each token scored by the distribution
+    that follows it), and vLLM's ``prompt_logprobs`` is not read yet."""
+    return KgragError(
+        f"{where} is the model served at {model.url}, and log-probability scoring (ARK's "
+        "alignment scores) cannot go through a server: the prompt log-probabilities that "
+        "llama.cpp's servers echo are shifted by one token. Let an in-process GGUF score "
+        "(models.llm: a .gguf path, without server; docs/model-server.md)")
+
+
+class ServerBackend:
+    """Cache misses computed by a model server (``LLMBackend``); thread-safe, so an
+    executor's ``concurrency`` threads share one connection pool."""
+
+    def __init__(self, model: ServedModel, where: str = "models.llm") -> None:
+        self.model, self.where = model, where
+        self._client: Any = None
+        self._ready = threading.Lock()
+        self._refused_fields: set[str] = set()  # constraint fields the server rejected
+
+    def __reduce__(self) -> tuple[type, tuple[ServedModel, str]]:
+        """Pickled as its recipe, never its connections (a Ray worker connects itself)."""
+        return ServerBackend, (self.model, self.where)
+
+    def generate(self, request: dict[str, Any]) -> Completion:
+        chat = "messages" in request
+        body: dict[str, Any] = {
+            "model": self.model.name, "max_tokens": request["max_tokens"],
+            "temperature": request["temperature"], "top_p": request["top_p"],
+            "seed": request["seed"], "stop": request["stop"] or None, "n": 1,
+            **{k: request[k] for k in FIXED_SAMPLING}}
+        body |= {"messages": request["messages"]} if chat else {"prompt": request["prompt"]}
+        if request.get("json_schema") is not None:
+            body["grammar"] = _gbnf(request["json_schema"])
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": request["json_schema"],
+                                "strict": True}}
+        elif request.get("grammar") is not None:
+            body |= {"grammar": request["grammar"], "guided_grammar": request["grammar"]}
+        path = "/chat/completions" if chat else "/completions"
+        reply = self._constrained(path, body)
+        try:
+            choice = reply["choices"][0]
+            text = (choice["message"]["content"] if chat else choice["text"]) or ""
+            usage = reply.get("usage") or {}
+            return Completion(text=text, tokens_in=int(usage.get("prompt_tokens", 0)),
+                              tokens_out=int(usage.get("completion_tokens", 0)), cached=False)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise KgragError(f"the server at {self.model.url} answered {path} with no "
+                             f"completion ({type(exc).__name__}: {exc}): is it an "
+                             "OpenAI-compatible API?") from None
+
+    def _constrained(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` posted to ``path``. Its constraint is in two fields where both apply
+        (``response_format`` and ``grammar``); a server that rejects one of them, naming
+        it, gets the other alone, from then on."""
+        while True:
+            sent = {k: v for k, v in body.items() if k not in self._refused_fields}
+            try:
+                return self._post(path, sent)
+            except _Rejected as exc:
+                named = [f for f in CONSTRAINTS if f in sent and re.search(rf"\b{f}\b", exc.text)]
+                if not named or all(f in named for f in CONSTRAINTS if f in sent):
+                    raise self._refused(path, exc) from None
+                self._refused_fields.update(named)
+
+    def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Refused (``no_scoring``): no server kgrag can check returns teacher-forced
+        log-probabilities of a prompt."""
+        raise no_scoring(self.model, self.where)
+
+    def _refused(self, path: str, exc: _Rejected) -> KgragError:
+        return KgragError(f"the server at {self.model.url} refused a request to {path} "
+                          f"(HTTP {exc.status}: {exc.text[:400]})")
+
+    def _connected(self) -> Any:
+        """The HTTP client, made on the first call after checking the server: it serves
+        ``model.name`` and, where it names that model's file here, with the declared
+        identity."""
+        with self._ready:
+            if self._client is None:
+                import httpx
+
+                host = urlsplit(self.model.url).hostname or ""
+                if not self.model.allow_remote:
+                    _refuse_public(host, self.model.url, self.where, resolve=True)
+                client = httpx.Client(
+                    timeout=httpx.Timeout(self.model.timeout_s, connect=CONNECT_TIMEOUT_S),
+                    limits=httpx.Limits(max_connections=max(1, self.model.concurrency)),
+                    follow_redirects=False)
+                self._check(self._send(client, "GET", "/models", None))
+                self._client = client
+            return self._client
+
+    def _check(self, listing: dict[str, Any]) -> None:
+        served = {str(m.get("id")): m for m in listing.get("data") or [] if isinstance(m, dict)}
+        entry = served.get(self.model.name)
+        if entry is None:
+            raise KgragError(
+                f"the server at {self.model.url} does not serve {self.model.name!r}; it "
+                f"serves {', '.join(map(repr, served)) or 'no model'}: set {self.where}.model "
+                "to one of those (the server's name for it)")
+        scheme, _, declared = self.model.sha256.partition(":")
+        local = _is_local_host(urlsplit(self.model.url).hostname or "")
+        for named in (entry.get("id"), entry.get("root")):
+            file = Path(str(named)) if named else None
+            if scheme != "sha256" or not local or file is None or not _is_gguf(file):
+                continue
+            found = file_sha256(file)
+            if found != declared:
+                raise KgragError(
+                    f"the server at {self.model.url} serves {self.model.name!r} from {file}, "
+                    f"whose sha256 is {found}, not the declared {self.where}.identity "
+                    f"sha256:{declared}; its outputs would be cached under another model. "
+                    f"Serve the declared model, or declare identity: sha256:{found}")
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._send(self._connected(), "POST", path, body)
+
+    def _send(self, client: Any, method: str, path: str, body: dict[str, Any] | None
+              ) -> dict[str, Any]:
+        """One request, retried with back-off while the server is unreachable, times out
+        or answers busy; a JSON object back, or ``_Rejected`` (any other HTTP error)."""
+        import httpx
+
+        url = self.model.url + path
+        why = ""
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                time.sleep(BACKOFF_S * 2 ** (attempt - 1))
+            try:
+                response = client.request(method, url, json=body)
+            except httpx.TimeoutException:
+                why = f"no answer within {self.model.timeout_s:g} s"
+                continue
+            except httpx.TransportError as exc:
+                why = f"{type(exc).__name__}: {exc}"
+                continue
+            if response.status_code in BUSY:
+                why = f"HTTP {response.status_code}: {response.text[:200]}"
+                continue
+            if response.status_code >= 400:
+                raise _Rejected(response.status_code, response.text)
+            try:
+                reply = response.json()
+            except ValueError:
+                raise KgragError(f"the server at {self.model.url} answered {path} with no "
+                                 "JSON: is it an OpenAI-compatible API?") from None
+            if not isinstance(reply, dict):
+                raise KgragError(f"the server at {self.model.url} answered {path} with "
+                                 f"{type(reply).__name__}, not a JSON object")
+            return reply
+        raise KgragError(
+            f"the model server at {self.model.url} does not answer ({why}; {ATTEMPTS} "
+            f"attempts): start it, or fix {self.where}.server; completed calls are cached, "
+            "so a new run resumes where this one stopped")
+
+
+class _Rejected(Exception):
+    """An HTTP error the server answered (not a busy one): a request it will not serve."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status, self.text = status, text
+
+
+def _is_local_host(host: str) -> bool:
+    """This machine (where a file the server names is the server's file)."""
+    return host.lower() in LOCAL_NAMES or (_is_ip(host) and ipaddress.ip_address(
+        host.split("%", 1)[0]).is_loopback)
+
+
+def _is_gguf(path: Path) -> bool:
+    try:
+        return path.suffix.lower() == ".gguf" and path.is_file()
+    except OSError:
+        return False
+
+
+def _gbnf(schema: dict[str, Any]) -> str:
+    """``schema`` as the GBNF grammar llama.cpp derives from it (what an in-process call
+    constrains with), for servers that take a ``grammar``."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    return json_schema_to_gbnf(json.dumps(schema))
