@@ -123,7 +123,8 @@ class RasStrategy:
             raise KgragError(f"strategy {config['name']!r}: few-shot planning needs an LLM")
         gold = None
         if config["planning"] == "oracle":
-            gold = GoldPlans(artefacts["corpus"], subquery_writer(resources))
+            gold = GoldPlans(artefacts["corpus"], subquery_writer(resources),
+                             max(1, config["max_iterations"] - 1))
         return cls(config, retriever, resources, to_triples, graph_llm, gold)
 
     # -- one model call each, timed and counted -------------------------------------------

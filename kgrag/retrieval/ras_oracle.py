@@ -52,9 +52,10 @@ def resolved(steps: list[tuple[str, str]]) -> list[str]:
 class GoldPlans:
     """Each question's gold sub-questions, by its text: MuSiQue's decompositions as the
     corpus artefact holds them, else HotpotQA-SUBQ's, written on first use so that a run
-    asks the LLM only for the questions it retrieves for."""
+    asks the LLM only for the questions it retrieves for, and only for the first ``most``
+    paragraphs (the loop's iteration cap leaves no room for more)."""
 
-    def __init__(self, corpus: Path, write: SubqueryWriter) -> None:
+    def __init__(self, corpus: Path, write: SubqueryWriter, most: int) -> None:
         table = read_decompositions(corpus)
         if table is None:
             raise KgragError("planning: oracle reads the corpus's gold decompositions, which "
@@ -71,8 +72,8 @@ class GoldPlans:
         if not self.decomposed:
             docs = {d: (t, x) for d, t, x in
                     read_documents(corpus, ["doc_id", "title", "text"]).iter_rows()}
-            self.supporting = {text: [docs[d] for d in ids if d in docs] for text, ids in
-                               questions.select("question", "supporting_doc_ids").iter_rows()}
+            self.supporting = {text: [docs[d] for d in ids if d in docs][:most] for text, ids
+                               in questions.select("question", "supporting_doc_ids").iter_rows()}
         self.write = write
 
     def __call__(self, question: str) -> list[str]:
