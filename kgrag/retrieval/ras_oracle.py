@@ -58,8 +58,8 @@ class GoldPlans:
     def __init__(self, corpus: Path, write: SubqueryWriter, most: int) -> None:
         table = read_decompositions(corpus)
         if table is None:
-            raise KgragError("planning: oracle reads the corpus's gold decompositions, which "
-                             "this corpus artefact predates; rerun with --force corpus")
+            raise KgragError("planning: oracle reads the corpus's gold decompositions, and "
+                             "this corpus artefact predates them; rerun with --force corpus")
         questions = read_questions(corpus)
         steps: dict[str, list[tuple[str, str]]] = {}
         for qid, question, answer in table.sort("question_id", "step").select(

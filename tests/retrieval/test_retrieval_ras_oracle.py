@@ -5,6 +5,7 @@ are refused."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -73,10 +74,15 @@ def test_the_iteration_cap_still_bounds_the_oracle(project: Path):
 
 def test_a_corpus_artefact_without_decompositions_asks_for_a_rebuild(project: Path):
     path = ras_spec(project, ORACLE)
+    run_with(path, RuleLLM())
     session = open_with(path, RuleLLM())
-    run_with(ras_spec(project, {"planning": "fixed"}), RuleLLM())  # builds the corpus
-    (session.artefact("corpus") / DECOMPOSITIONS).unlink()
-    with pytest.raises(KgragError, match="predates; rerun with --force corpus"):
+    folder = session.artefact("corpus")  # as one written before the file was: not listed
+    (folder / DECOMPOSITIONS).unlink()
+    listed = json.loads((folder / "files.json").read_text())
+    del listed["files"][DECOMPOSITIONS]
+    (folder / "files.json").write_text(json.dumps(listed))
+    shutil.rmtree(session.artefact("retrieve.ras"))
+    with pytest.raises(KgragError, match="predates them; rerun with --force corpus"):
         run_with(path, RuleLLM())
 
 
