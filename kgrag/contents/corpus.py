@@ -1,9 +1,10 @@
-"""The ``corpus`` artefact (step ``import``): documents, questions, gold sentences and
-gold triples, one table each (``kgrag.corpus.corpus`` describes their columns).
+"""The ``corpus`` artefact (step ``import``): documents, questions, gold sentences, gold
+triples and gold decompositions, one table each (``kgrag.corpus.corpus`` describes their
+columns).
 
-``sentences.parquet`` and ``triples.parquet`` are written even when empty, so readers
-see one layout (``kgrag.steps.corpus`` says why an older corpus artefact may lack
-``triples.parquet``).
+``sentences.parquet``, ``triples.parquet`` and ``decompositions.parquet`` are written even
+when empty, so readers see one layout (``kgrag.steps.corpus`` says why an older corpus
+artefact may lack the last two).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ DOCUMENTS = "documents.parquet"
 QUESTIONS = "questions.parquet"
 SENTENCES = "sentences.parquet"
 TRIPLES = "triples.parquet"
+DECOMPOSITIONS = "decompositions.parquet"
 KG = "kg.parquet"  # a knowledge-graph corpus's triples, and its questions' topic entities
 TOPICS = "topics.parquet"
 
@@ -28,6 +30,7 @@ def write_corpus(folder: Path, corpus: Corpus) -> None:
     corpus.questions.write_parquet(folder / QUESTIONS)
     corpus.sentences.write_parquet(folder / SENTENCES)
     corpus.triples.write_parquet(folder / TRIPLES)
+    corpus.decompositions.write_parquet(folder / DECOMPOSITIONS)
     if not corpus.kg.is_empty():  # only a KGQA corpus has them
         corpus.kg.write_parquet(folder / KG)
         corpus.topics.write_parquet(folder / TOPICS)
@@ -52,6 +55,13 @@ def read_sentences(folder: Path) -> pl.DataFrame:
 def read_triples(folder: Path) -> pl.DataFrame | None:
     """The gold triples, or None for a corpus artefact written before they were kept."""
     path = folder / TRIPLES
+    return pl.read_parquet(path) if path.exists() else None
+
+
+def read_decompositions(folder: Path) -> pl.DataFrame | None:
+    """The gold decompositions, or None for a corpus artefact written before they were
+    kept."""
+    path = folder / DECOMPOSITIONS
     return pl.read_parquet(path) if path.exists() else None
 
 

@@ -3,8 +3,9 @@
 A corpus is four Polars frames: the documents to index, for benchmark
 datasets the questions to ask against them, where a dataset marks gold
 evidence at sentence level (HolisQA) the sentences with their character
-spans, and where it marks gold facts (2Wiki's ``evidences``) the gold
-triples; the last two are empty otherwise. Keeping them in one frozen value means later stages
+spans, where it marks gold facts (2Wiki's ``evidences``) the gold
+triples, and where it decomposes questions (MuSiQue) the gold sub-questions; those are
+empty otherwise. Keeping them in one frozen value means later stages
 (chunking, indexing, evaluation) never re-read the source files and cannot
 disagree about which subset was loaded.
 """
@@ -43,6 +44,13 @@ TRIPLE_SCHEMA: dict[str, pl.DataType] = {
     "subject": pl.String(),
     "relation": pl.String(),
     "object": pl.String(),
+}
+
+DECOMPOSITION_SCHEMA: dict[str, pl.DataType] = {
+    "question_id": pl.String(),
+    "step": pl.Int64(),
+    "question": pl.String(),
+    "answer": pl.String(),
 }
 
 KG_SCHEMA: dict[str, pl.DataType] = {
@@ -93,6 +101,12 @@ def empty_triples() -> pl.DataFrame:
     return pl.DataFrame(schema=TRIPLE_SCHEMA)
 
 
+def empty_decompositions() -> pl.DataFrame:
+    """Return a gold-decompositions frame with no rows but the full schema (every dataset
+    but MuSiQue)."""
+    return pl.DataFrame(schema=DECOMPOSITION_SCHEMA)
+
+
 def empty_kg() -> pl.DataFrame:
     """A knowledge-graph frame with no rows: every corpus but a KGQA one."""
     return pl.DataFrame(schema=KG_SCHEMA)
@@ -119,6 +133,10 @@ class Corpus:
     mention it. ``triples`` has columns ``question_id``, ``subject``,
     ``relation``, ``object``: the gold facts a question rests on, as the
     dataset names them (the benchmark of extraction methods); empty by default.
+    ``decompositions`` has columns ``question_id``, ``step`` (from 1), ``question``,
+    ``answer``: a question's gold single-hop sub-questions in order, as the dataset
+    writes them (MuSiQue's ``question_decomposition``, where ``#k`` stands for step k's
+    answer), for RAS's oracle planner; empty by default.
     A knowledge-graph corpus (KGQA) also has ``kg``, its triples (``triple_id``,
     ``head``, ``relation``, ``tail``; the documents are the same triples as text, so a
     question's ``supporting_doc_ids`` are its gold triples' ids), and ``topics``, each
@@ -129,5 +147,6 @@ class Corpus:
     questions: pl.DataFrame
     sentences: pl.DataFrame = field(default_factory=empty_sentences)
     triples: pl.DataFrame = field(default_factory=empty_triples)
+    decompositions: pl.DataFrame = field(default_factory=empty_decompositions)
     kg: pl.DataFrame = field(default_factory=empty_kg)
     topics: pl.DataFrame = field(default_factory=empty_topics)

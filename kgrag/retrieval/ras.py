@@ -25,6 +25,9 @@ method ``ras``, the trained Graph-LLM, which reads the graph token of the subgra
 so far (``graph_encoder: false`` gives it an empty graph: the inference ablation).
 ``planning: fixed`` (ablation "no planning") makes no plan call: it retrieves
 ``max_iterations`` times for Q itself, each time the next ``retrieve_k`` passages.
+``planning: oracle`` replaces the planner by the question's gold sub-questions, then
+``[SUFFICIENT]`` (``kgrag.retrieval.ras_oracle``): everything else runs as it does, so
+its gap to a real planner is the planner's share.
 
 Answering: with a Graph-LLM, the loop answers too (Eq. 8: the answer is conditioned
 on the graph token, which only the loop holds) and the trace carries it; the answer
@@ -48,6 +51,7 @@ import numpy as np
 from kgrag.errors import KgragError
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.fusion import RANKERS
+from kgrag.retrieval.ras_oracle import ORACLE_SOURCES, GoldPlans
 from kgrag.retrieval.ras_plan import (
     GRAPH_INFO,
     NO_RETRIEVAL,
@@ -91,9 +95,10 @@ class RasStrategy:
     """The RAS loop over one ranking retriever (see the module docstring)."""
 
     def __init__(self, config: Config, retriever: Any, resources: Resources,
-                 to_triples: Any, graph_llm: Any = None) -> None:
+                 to_triples: Any, graph_llm: Any = None, gold: GoldPlans | None = None
+                 ) -> None:
         check_iterations(config)
-        self.config, self.retriever, self.graph_llm = config, retriever, graph_llm
+        self.config, self.retriever, self.graph_llm, self.gold = config, retriever, graph_llm, gold
         self.units, self.tokenizer = resources.units, resources.tokenizer
         self.embedder, self.llm, self.style = resources.embedder, resources.llm, resources.prompt_style
         self.to_triples = to_triples
@@ -116,14 +121,20 @@ class RasStrategy:
             graph_llm = load_cached_graph_llm(artefacts["graph_llm"], models)
         elif config["planning"] == "few_shot" and resources.llm is None:
             raise KgragError(f"strategy {config['name']!r}: few-shot planning needs an LLM")
-        return cls(config, retriever, resources, to_triples, graph_llm)
+        gold = None
+        if config["planning"] == "oracle":
+            gold = GoldPlans(artefacts["corpus"], subquery_writer(resources),
+                             max(1, config["max_iterations"] - 1))
+        return cls(config, retriever, resources, to_triples, graph_llm, gold)
 
     # -- one model call each, timed and counted -------------------------------------------
     def _plan(self, steps: list[tuple[str, str]], subgraphs: list, question: str,
               spent: dict[str, float]) -> Plan:
         started = time.perf_counter()
         text = history(steps, question)
-        if self.graph_llm is not None:
+        if self.gold is not None:
+            plan = oracle_plan(self.gold(question), question, len(steps))
+        elif self.graph_llm is not None:
             reply = self.graph_llm.generate(
                 plan_input(text), list(subgraphs) if self.config["graph_encoder"] else [],
                 GRAPH_LLM_PLAN_TOKENS)
@@ -230,6 +241,29 @@ class RasStrategy:
         return render(kept), used + sum(sizes[t] for t in kept), record
 
 
+def oracle_plan(gold: list[str], question: str, retrieved: int) -> Plan:
+    """The gold plan after ``retrieved`` retrievals: retrieve (for the question itself,
+    as the loop does first), then each gold sub-question in turn, then SUFFICIENT."""
+    if retrieved == 0:
+        return Plan(SUBQ, question)
+    return Plan(SUBQ, gold[retrieved - 1]) if retrieved <= len(gold) else Plan(SUFFICIENT)
+
+
+def subquery_writer(resources: Resources) -> Any:
+    """HotpotQA-SUBQ's sub-queries of a question's supporting paragraphs by the spec's LLM
+    (the oracle's gold where the data has no decomposition)."""
+    from kgrag.training.subq import Document, subqueries  # it reads this module's prompts
+
+    def write(question: str, paragraphs: list[tuple[str, str]]) -> list[str]:
+        if resources.llm is None:
+            raise KgragError("planning: oracle writes HotpotQA-SUBQ's sub-queries with the "
+                             "spec's LLM, and none is loaded")
+        return subqueries(resources.llm, question, [Document(t, x) for t, x in paragraphs],
+                          resources.prompt_style)[0]
+
+    return write
+
+
 def _shown(plan: Plan) -> str:
     return f"{SUBQ} {plan.query}" if plan.kind == SUBQ else (
         plan.kind if plan.valid else f"invalid -> {SUFFICIENT}")
@@ -252,17 +286,20 @@ def answer_input(text: str) -> str:
 
 
 def uses_llm(config: Config) -> bool:
-    """Whether the loop calls the spec's LLM: to plan few-shot, or to extract triples."""
+    """Whether the loop calls the spec's LLM: to plan few-shot, to write an oracle's
+    HotpotQA-SUBQ sub-queries, or to extract triples."""
     extracts = config["evidence"] == "triples" and config.get("extraction", {}).get("method") \
         == "llm"
-    return extracts or (config["planning"] == "few_shot" and not config.get("graph_llm"))
+    return extracts or config["planning"] == "oracle" or (
+        config["planning"] == "few_shot" and not config.get("graph_llm"))
 
 
 def calls(config: Config) -> int:
     """Model requests per question at most (before retries): a plan before and after each
-    retrieval, an answer from a Graph-LLM, and with LLM extraction one per passage."""
+    retrieval (an oracle: a sub-query per later retrieval, where the LLM writes them), an
+    answer from a Graph-LLM, and with LLM extraction one per passage."""
     n = config["max_iterations"]
-    planned = 0 if config["planning"] == "fixed" else 1 + n
+    planned = {"fixed": 0, "oracle": n - 1}.get(config["planning"], 1 + n)
     extracted = n * config["retrieve_k"] if uses_llm(config) and config.get("extraction", {}).get(
         "method") == "llm" else 0
     return planned + bool(config.get("graph_llm")) + extracted
@@ -279,6 +316,8 @@ def _needs(config: Config) -> dict[str, Need]:
                   for role, need in RANKERS[found["strategy"]].needs(found).items()}
     if config.get("graph_llm"):
         needs["graph_llm"] = TrainedRef("graph_llm", "graph_llm", WHY_GRAPH_LLM)
+    if config.get("planning") == "oracle":
+        needs["corpus"] = "corpus"  # the gold sub-questions
     return needs
 
 
@@ -298,6 +337,12 @@ def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[
                                               f"{', '.join(sorted(RANKERS))}")
     if raw.get("graph_llm") is None and raw.get("graph_encoder") is False:
         yield ("query", index, "graph_encoder"), "graph_encoder applies only with a graph_llm"
+    dataset = spec["corpus"].get("dataset")
+    if raw.get("planning") == "oracle" and dataset not in ORACLE_SOURCES:
+        yield ("query", index, "planning"), (
+            f"planning: oracle needs gold sub-questions, and dataset {dataset!r} has none "
+            f"(the datasets that have: "
+            f"{'; '.join(f'{k}, {v}' for k, v in ORACLE_SOURCES.items())})")
 
 
 DECLARATION = Strategy(
@@ -310,10 +355,12 @@ DECLARATION = Strategy(
            "passages retrieved per sub-query (new to the loop).", default=5),
      Param("max_iterations", {"type": "integer", "minimum": 1},
            "retrievals per question at most (the paper's 5).", default=5),
-     Param("planning", {"enum": ["few_shot", "fixed"]},
-           "few_shot (the planner decides: the spec's LLM few-shot, or the graph_llm) or "
+     Param("planning", {"enum": ["few_shot", "fixed", "oracle"]},
+           "few_shot (the planner decides: the spec's LLM few-shot, or the graph_llm), "
            "fixed (ablation 'no planning': max_iterations retrievals for the question itself, "
-           "no plan call).", default="few_shot"),
+           "no plan call) or oracle (the question's gold sub-questions in order, then "
+           "[SUFFICIENT]: MuSiQue's question_decomposition, HotpotQA-SUBQ's sub-queries of "
+           "HotpotQA's supporting paragraphs).", default="few_shot"),
      Param("evidence", {"enum": ["triples", "passages"]},
            "what the history shows per sub-query: triples (text-to-triples with the spec's "
            "extraction) or passages (ablation 'no text-to-triples').", default="triples"),

@@ -29,7 +29,7 @@ from kgrag.training.subq import (
     label_of,
     samples_of,
     statistics,
-    subquery,
+    subqueries,
 )
 
 SAMPLES = "samples.parquet"
@@ -72,11 +72,8 @@ def ras_subq(ctx: StepContext) -> None:
             known += 1
             found = samples_of(qid, question, answers[0], documents, True, [], [])
         else:
-            asked: list[str] = []
-            for doc in documents:
-                written = subquery(llm, question, doc, asked, cfg["prompt"])
-                fallbacks += not written
-                asked.append(written or f"What does {doc.title} say?")
+            asked, fell_back = subqueries(llm, question, documents, cfg["prompt"])
+            fallbacks += fell_back
             triples = to_triples([Chunk(f"{qid}:{i}", d.text, d.title)
                                   for i, d in enumerate(documents)])
             found = samples_of(qid, question, answers[0], documents, False, asked, triples)

@@ -77,14 +77,28 @@ def closed_book(llm: CachedLLM, question: str, answers: Sequence[str], style: st
 
 def subquery(llm: CachedLLM, question: str, document: Document, earlier: list[str],
              style: str) -> str:
-    """One sub-query for ``document``, from Q and the earlier sub-queries; the title as
-    a question when the reply has none (counted by the caller as a fallback)."""
+    """One sub-query for ``document``, from Q and the earlier sub-queries; empty when the
+    reply is none (``subqueries`` falls back to the title)."""
     asked = "\n".join(f"- {q}" for q in earlier) or "(none)"
     prompt = (f"{SUBQ_INSTRUCTION}\n\nMain question: {question}\nEarlier sub-questions:\n"
               f"{asked}\nDocument: {document.title}\n{document.text}\n\nSub-question:")
     reply = llm.ask(prompt, style=style, max_tokens=SUBQ_MAX_TOKENS, grammar=SUBQ_GRAMMAR).text
     text = " ".join(reply.strip().removeprefix(SUBQ).split())
     return text if text.endswith("?") and len(text) > 1 else ""
+
+
+def subqueries(llm: CachedLLM, question: str, documents: list[Document], style: str
+               ) -> tuple[list[str], int]:
+    """One sub-query per document, in order, each from Q, its document and the earlier
+    ones; a reply that is no sub-query becomes the document's title as a question. Also
+    returns how many did (fallbacks)."""
+    asked: list[str] = []
+    fallbacks = 0
+    for document in documents:
+        written = subquery(llm, question, document, asked, style)
+        fallbacks += not written
+        asked.append(written or f"What does {document.title} say?")
+    return asked, fallbacks
 
 
 def samples_of(question_id: str, question: str, answer: str, documents: list[Document],

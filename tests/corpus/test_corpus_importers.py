@@ -450,6 +450,9 @@ def test_a_corpus_path_in_a_symbolic_link_loop_is_refused(tmp_path: Path):
     ("musique", "musique_200.jsonl",
      lambda row: row["question_decomposition"][0].update(paragraph_support_idx=True),
      ":2: question_decomposition[0]: paragraph_support_idx True names none"),
+    ("musique", "musique_200.jsonl",
+     lambda row: row["question_decomposition"][1].pop("answer"),
+     ":2: question_decomposition[1]: missing field 'answer'"),
     ("musique", "musique_200.jsonl", lambda row: row.update(paragraphs=[]),
      ":2: field 'paragraphs' is empty; a question needs the paragraphs it is asked over"),
     ("hotpotqa", "hotpotqa_200.jsonl", lambda row: row.update(context=[]),
@@ -460,7 +463,7 @@ def test_a_corpus_path_in_a_symbolic_link_loop_is_refused(tmp_path: Path):
      ":2: field 'question' is empty"),
     ("kgqa", "kgqa_webqsp.jsonl", lambda row: row.update(question="\n"),
      ":2: field 'question' is empty"),
-], ids=["support-idx-past", "support-idx-bool", "no-paragraphs", "no-context",
+], ids=["support-idx-past", "support-idx-bool", "step-no-answer", "no-paragraphs", "no-context",
         "blank-question", "empty-question", "kgqa-question"])
 def test_a_benchmark_row_that_cannot_be_asked_is_refused_with_its_line(
         tmp_path: Path, data_dir: Path, dataset, name, change, problem):

@@ -29,7 +29,8 @@ from kgrag.errors import KgragError
 def import_musique(path: Path, cfg: Mapping[str, Any]) -> Corpus:
     """MuSiQue: each line brings its 20 paragraphs; ``is_supporting`` marks the gold ones.
     Each step of a ``question_decomposition`` names the paragraph it is answered from,
-    which must be one of the line's."""
+    which must be one of the line's; its sub-question and answer are kept (RAS's oracle
+    planner reads them)."""
     records = []
     for lineno, record in read_jsonl(path):
         where = f"{path}:{lineno}"
@@ -46,16 +47,19 @@ def import_musique(path: Path, cfg: Mapping[str, Any]) -> Corpus:
             paragraphs.append(pair)
             if get_field(paragraph, "is_supporting", bool, where):
                 supporting.append(pair)
-        _check_decomposition(record, [p.get("idx", at) for at, p in enumerate(listed)], where)
+        steps = _decomposition(record, [p.get("idx", at) for at, p in enumerate(listed)], where)
         aliases = get_strings(record, "answer_aliases", where) if "answer_aliases" in record else []
-        records.append(question_record(lineno, record, where, "id", paragraphs, supporting,
-                                       aliases=aliases))
+        records.append(replace(question_record(lineno, record, where, "id", paragraphs,
+                                               supporting, aliases=aliases),
+                               decomposition=steps))
     return question_corpus(select_questions(records, cfg, path))
 
 
-def _check_decomposition(record: Mapping[str, Any], indices: list[Any], where: str) -> None:
-    """Every ``paragraph_support_idx`` of the question's decomposition names one of its
-    paragraphs (by their ``idx``), or is null: it names none."""
+def _decomposition(record: Mapping[str, Any], indices: list[Any], where: str
+                   ) -> tuple[tuple[str, str], ...]:
+    """The question's decomposition as (sub-question, answer) pairs, in order. Every
+    ``paragraph_support_idx`` names one of its paragraphs (by their ``idx``), or is null:
+    it names none."""
     steps = record.get("question_decomposition", [])
     if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
         raise KgragError(f"{where}: 'question_decomposition' must be a list of objects")
@@ -65,6 +69,9 @@ def _check_decomposition(record: Mapping[str, Any], indices: list[Any], where: s
             raise KgragError(f"{where}: question_decomposition[{number}]: "
                              f"paragraph_support_idx {named!r} names none of the line's "
                              f"{len(indices)} paragraphs (by their 'idx')")
+    return tuple((get_field(step, "question", str, f"{where}: question_decomposition[{number}]"),
+                  get_field(step, "answer", str, f"{where}: question_decomposition[{number}]"))
+                 for number, step in enumerate(steps))
 
 
 def import_hotpotqa(path: Path, cfg: Mapping[str, Any]) -> Corpus:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from kgrag.corpus.corpus import (
+    DECOMPOSITION_SCHEMA,
     DOCUMENT_SCHEMA,
     QUESTION_SCHEMA,
     TRIPLE_SCHEMA,
@@ -44,7 +45,9 @@ class QuestionRecord:
     only when the corpus is assembled, after selection, so documents of
     questions that were not selected never enter the corpus.
     ``gold_sentence_ids`` is filled only by datasets with sentence-level gold,
-    ``triples`` (subject, relation, object) only by datasets with gold facts.
+    ``triples`` (subject, relation, object) only by datasets with gold facts,
+    ``decomposition`` (sub-question, its answer) only by datasets that decompose their
+    questions.
     """
 
     line: int
@@ -55,6 +58,7 @@ class QuestionRecord:
     supporting: tuple[tuple[str, str], ...]
     gold_sentence_ids: tuple[str, ...] = ()
     triples: tuple[tuple[str, str, str], ...] = ()
+    decomposition: tuple[tuple[str, str], ...] = ()
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -190,7 +194,8 @@ def select_questions(
 
 def question_corpus(records: list[QuestionRecord]) -> Corpus:
     """Build a corpus from selected questions: their paragraphs, deduplicated by (title, text),
-    and their gold triples (a triple shared by two questions is listed for each)."""
+    their gold triples (a triple shared by two questions is listed for each) and their
+    gold decompositions."""
     documents: dict[tuple[str, str], str] = {}
     for record in records:
         for pair in record.paragraphs:
@@ -199,8 +204,12 @@ def question_corpus(records: list[QuestionRecord]) -> Corpus:
     triples = pl.DataFrame(
         [(record.question_id, *triple) for record in records for triple in record.triples],
         schema=TRIPLE_SCHEMA, orient="row")
+    decompositions = pl.DataFrame(
+        [(record.question_id, step, *pair) for record in records
+         for step, pair in enumerate(record.decomposition, start=1)],
+        schema=DECOMPOSITION_SCHEMA, orient="row")
     return Corpus(documents=documents_frame(documents), questions=questions_frame(records),
-                  triples=triples)
+                  triples=triples, decompositions=decompositions)
 
 
 def questions_frame(records: list[QuestionRecord]) -> pl.DataFrame:
