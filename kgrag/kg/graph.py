@@ -56,15 +56,23 @@ class KnowledgeGraph:
         return (self.entities[self.head[i]], self.relations[self.relation[i]],
                 self.entities[self.tail[i]])
 
-    def neighbourhood(self, seeds: Iterable[int], hops: int) -> np.ndarray:
-        """The triples within ``hops`` of the seed entities, in graph order."""
+    def layers(self, seeds: Iterable[int], hops: int) -> list[list[int]]:
+        """The triples first reached at each hop from the seed entities (hop 1 first),
+        each hop's in graph order."""
         frontier, reached, triples = set(seeds), set(seeds), set()
+        found = []
         for _ in range(hops):
             new = {i for e in frontier for i in self.touching[e]} - triples
             triples |= new
+            found.append(sorted(new))
             frontier = {int(x) for i in new for x in (self.head[i], self.tail[i])} - reached
             reached |= frontier
-        return np.array(sorted(triples), dtype=np.int64)
+        return found
+
+    def neighbourhood(self, seeds: Iterable[int], hops: int) -> np.ndarray:
+        """The triples within ``hops`` of the seed entities, in graph order."""
+        return np.array(sorted(i for layer in self.layers(seeds, hops) for i in layer),
+                        dtype=np.int64)
 
     def networkx(self, triples: Iterable[int] | None = None) -> nx.MultiDiGraph:
         """The graph (or the given triples of it) with entity names as nodes and one edge
@@ -81,3 +89,20 @@ class KnowledgeGraph:
         import networkx as nx
 
         nx.write_graphml(self.networkx(), path)
+
+
+def with_distractors(own: Sequence[int], others: Iterable[Sequence[int]], size: int
+                     ) -> np.ndarray:
+    """A retrieval graph padded to ``size`` triples with distractors, in graph order: the
+    triples of ``others`` (other questions' retrieval graphs, each listed nearest its own
+    topic entities first, the graphs in the order given), taken whole, the last one cut at
+    ``size``; a graph already that large is kept as it is."""
+    kept = dict.fromkeys(int(i) for i in own)
+    for graph in others:
+        if len(kept) >= size:
+            break
+        for i in graph:
+            kept.setdefault(int(i))
+            if len(kept) >= size:
+                break
+    return np.array(sorted(kept), dtype=np.int64)

@@ -103,8 +103,10 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}
     env = _build_env(spec, models, llm)
     if reads_triples(spec):
+        padded = {"graph_triples": spec.corpus["graph_triples"]} if spec.corpus.get(
+            "graph_triples") else {}  # absent: the landed plans' fingerprints
         plan.add("kg", "kg_index", {"embedder": models.model("embedder").sha256,
-                                    "hops": spec.corpus.get("hops", KG_HOPS)},
+                                    "hops": spec.corpus.get("hops", KG_HOPS), **padded},
                  {"corpus": "corpus"})
     trainings, held_out, trained = _add_training(plan, spec, models, env, llm)
     embedder = models.model("embedder").sha256

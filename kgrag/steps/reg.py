@@ -109,20 +109,43 @@ def reg_refine(ctx: StepContext) -> None:
     ctx.notes.update(outcomes)
 
 
+def gold_labels(ctx: StepContext, index: KgIndex, supervised: list[str]
+                ) -> tuple[list[tuple[str, list[int]]], int]:
+    """The oracle's positives: each supervised question's gold triples (its supporting
+    triples in the corpus) as graph row numbers, and how many questions have none (left
+    out; when every one has none, there is nothing to train on: an error)."""
+    gold = dict(read_questions(ctx.input("corpus")).select(
+        "question_id", "supporting_doc_ids").iter_rows())
+    row = {triple_id: i for i, triple_id in enumerate(index.kg.ids)}
+    labels = [(qid, [row[t] for t in gold[qid] if t in row]) for qid in supervised]
+    kept = [(qid, positives) for qid, positives in labels if positives]
+    if not kept:
+        raise KgragError(f"{ctx.step.name}: labels: gold, but none of the {len(labels)} "
+                         "supervised questions has a gold triple (the corpus's gold_triples "
+                         "are empty): nothing to train on; use labels: weak or refined")
+    return kept, len(labels) - len(kept)
+
+
 @step_kind("reg_train", "1")
 def reg_train(ctx: StepContext) -> None:
-    """The retriever trained on the weak or refined positives of the supervised questions,
-    the last ``validation`` share of them held for checkpoint selection; the model and its
-    loss curve (one row per epoch) are the artefact; its wall time and peak memory are the
-    runner's record of the step."""
+    """The retriever trained on the weak, refined or gold positives of the supervised
+    questions, the last ``validation`` share of them held for checkpoint selection; the
+    model and its loss curve (one row per epoch) are the artefact; its wall time and peak
+    memory are the runner's record of the step."""
     cfg = ctx.config
     index = KgIndex(ctx.input("kg"))
     supervision, _ = read_supervision(ctx.input("supervise"))
-    labels = (read_refined(ctx.input("refine")).select("question_id", "positives")
-              if cfg["labels"] == "refined" else supervision.select("question_id", "weak"))
+    without_gold = 0
+    if cfg["labels"] == "gold":
+        labels, without_gold = gold_labels(ctx, index, supervision["question_id"].to_list())
+    elif cfg["labels"] == "refined":
+        labels = list(read_refined(ctx.input("refine")).select(
+            "question_id", "positives").iter_rows())
+    else:
+        labels = list(supervision.select("question_id", "weak").iter_rows())
     vectors = index.question_vectors()
     graphs = [index.question_graph(index.by_id[qid], vectors[qid], set(positives))
-              for qid, positives in labels.iter_rows()]
+              for qid, positives in labels]
     held = round(cfg["validation"] * len(graphs))
     train, validation = graphs[:len(graphs) - held], graphs[len(graphs) - held:]
 
@@ -145,6 +168,7 @@ def reg_train(ctx: StepContext) -> None:
     ctx.notes.update(
         questions=report["questions"], validation_questions=report["validation_questions"],
         skipped_no_positive=report["skipped"],
+        **({"skipped_no_gold": without_gold} if cfg["labels"] == "gold" else {}),
         triples=int(sum(g.triples for g in train)),
         positives=int(sum(float(g.labels.sum()) for g in train)),
         parameters=report["parameters"], best_epoch=report["best_epoch"],

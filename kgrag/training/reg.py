@@ -9,8 +9,13 @@ weak and a refined entry, or a triple and an entity entry, supervise once):
                       topic ↔ answer) and merged candidate pool (``supervision``);
 ``refine.<name>``     the LLM's choice among the candidates (``refinement``), for the
                       first ``refine_questions`` supervised questions (labels: refined);
-``train.<name>``      the retriever trained on the weak or the refined positives; its
-                      model and loss curve are the artefact a ``reg`` strategy reads.
+``train.<name>``      the retriever trained on the weak, the refined or the gold positives;
+                      its model and loss curve are the artefact a ``reg`` strategy reads.
+
+``labels: gold`` is the oracle row: the same supervised questions, the same training, with
+each question's gold triples (the corpus's supporting triples) as its positives, so the gap
+between it and a weak or refined row is what the labels cost, and a gold row that does not
+beat an untrained baseline points at the training machinery instead.
 
 All read the ``kg`` artefact (the embedded graph and every question's retrieval graph).
 """
@@ -69,10 +74,12 @@ COMMON = (
     Param("max_questions", {"type": ["integer", "null"], "minimum": 1},
           "train on at most this many of the training questions (a sample, for quick "
           "runs); null: all of them.", default=None),
-    Param("labels", {"enum": ["weak", "refined"]},
-          "the positives trained on: weak (triples on the shortest topic-answer paths) or "
+    Param("labels", {"enum": ["weak", "refined", "gold"]},
+          "the positives trained on: weak (triples on the shortest topic-answer paths), "
           "refined (the triples of the candidate paths the LLM selects; weak where it "
-          "selects nothing parseable or the question is beyond refine_questions).",
+          "selects nothing parseable or the question is beyond refine_questions) or gold "
+          "(the oracle row: each supervised question's gold triples; a question without "
+          "gold triples is skipped and counted, and none with any is an error).",
           default="refined"),
     Param("refine_questions", {"type": "integer", "minimum": 1},
           "refine at most this many supervised questions (the first, in corpus order): one "
@@ -94,16 +101,16 @@ COMMON = (
 )
 
 TRIPLE = TrainingMethod("reg_triple", "ReG@Triple: SubgraphRAG's triple scorer (directional "
-                        "distance encoding + MLP) trained by BCE on weak or LLM-refined "
-                        "triple labels of KGQA questions.", (
+                        "distance encoding + MLP) trained by BCE on weak, LLM-refined or "
+                        "gold triple labels of KGQA questions.", (
     *COMMON,
     Param("hidden", {"type": ["integer", "null"], "minimum": 1},
           "hidden width; null: the embedding size (SubgraphRAG's MLP).", default=None)),
     _build("triple"), "reg_train", trains="triple_scorer", evidence="triples")
 
 ENTITY = TrainingMethod("reg_entity", "ReG@Entity: a PNA GNN (torch-geometric) scoring "
-                        "entities, trained by BCE on the entities of weak or LLM-refined "
-                        "triple labels; a triple scores p(head) + p(tail).", (
+                        "entities, trained by BCE on the entities of weak, LLM-refined or "
+                        "gold triple labels; a triple scores p(head) + p(tail).", (
     *COMMON,
     Param("hidden", {"type": ["integer", "null"], "minimum": 1},
           "hidden width of the PNA layers; null: the embedding size.", default=None)),

@@ -1,7 +1,7 @@
 """ReG end to end on a toy KGQA file with the rule-following stand-in LLM and the real
 MiniLM and LanceDB: the kg step, supervision, refinement, both trained retrievers named by
 strategies, flat and chain contexts, ``ans:`` answers and their metrics, the split, a warm
-rerun, and bad input."""
+rerun, the gold-label oracle, retrieval graphs padded with distractors, and bad input."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import networkx as nx
 import pytest
 
 from kgrag import api
-from kgrag.contents.kg import GRAPHML
+from kgrag.contents.kg import GRAPHML, KgIndex
 from kgrag.contents.metrics import read_metrics
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.contents.training import read_losses, read_refined, read_supervision
@@ -59,6 +59,7 @@ TRAINING = [
      "refine_questions": 2, "max_paths": 4},
     {"name": "entity", "method": "reg_entity", "labels": "refined", "training_epochs": 2,
      "hidden": 16, "refine_questions": 2, "max_paths": 4},
+    {"name": "gold", "method": "reg_triple", "labels": "gold", "training_epochs": 3},
 ]
 QUERY = [
     {"name": "cosine", "strategy": "triple_cosine", "budget_tokens": 200},
@@ -68,6 +69,7 @@ QUERY = [
      "budget_tokens": 200},
     {"name": "reg-entity", "strategy": "reg", "retriever": "entity", "level": "entity",
      "budget_tokens": 200},
+    {"name": "reg-gold", "strategy": "reg", "retriever": "gold", "budget_tokens": 200},
 ]
 
 
@@ -126,7 +128,7 @@ def test_training_records_losses_and_refinement_outcomes(first_run):
 def test_strategies_rank_held_out_triples_and_answer_in_ans_lines(first_run):
     spec, (_, rows, _), llm = first_run
     session = api.open_session(spec)
-    for name in ("cosine", "bm25", "reg-weak", "reg-chains", "reg-entity"):
+    for name in ("cosine", "bm25", "reg-weak", "reg-chains", "reg-entity", "reg-gold"):
         assert 0 <= rows[name]["recall@5"] <= 1 and rows[name]["recall@1"] <= rows[name][
             "recall@5"]
         assert {"hit", "hit@1", "macro_f1", "micro_f1", "answer_coverage"} <= set(rows[name])
@@ -139,6 +141,16 @@ def test_strategies_rank_held_out_triples_and_answer_in_ans_lines(first_run):
     if ghost.height:  # held out: nothing to retrieve from an empty graph, a fallback
         assert ghost["unit_ids"].to_list() == [[]]
     assert llm.calls.count("answer") == 3 * len(QUERY)
+
+
+def test_the_gold_oracle_trains_the_same_questions_on_their_gold_triples(first_run):
+    _, (steps, _, _), _ = first_run
+    weak, gold = steps["train.weak"]["notes"], steps["train.gold"]["notes"]
+    assert gold["questions"] == weak["questions"] > 0 and gold["skipped_no_gold"] == 0
+    # weak: the birthplace triple on the shortest path; gold: the question's three triples
+    assert weak["positives"] == weak["questions"]
+    assert gold["positives"] == 3 * gold["questions"]
+    assert "skipped_no_gold" not in weak
 
 
 def test_a_warm_rerun_calls_no_model_and_trains_nothing(first_run):
@@ -175,4 +187,54 @@ def test_a_malformed_triple_names_its_line(toy: Path):
                  training=[], query=QUERY[:1], answer={"questions": 0},
                  evaluate={"metrics": ["recall@5"]})
     with pytest.raises(KgragError, match=r"bad.jsonl:3: 'gold_triples' entries must be"):
+        run_with(spec, RuleLLM())
+
+
+def test_distractors_pad_every_retrieval_graph_to_the_size_asked(toy: Path):
+    spec = _spec(toy, "reg-padded", corpus={"dataset": "kgqa", "path": "../kgqa.jsonl",
+                                            "hops": 1, "graph_triples": 20},
+                 training=TRAINING[:1], query=QUERY[:1], answer={"questions": 0},
+                 evaluate={"metrics": ["recall@5"]})
+    steps, rows, _ = run_with(spec, RuleLLM())
+    index = KgIndex(api.open_session(spec).artefact("kg"))
+    kg = index.kg
+    for qid, found in index.by_id.items():
+        own = set(kg.neighbourhood(found.topics, 1).tolist())
+        if qid == "ghost":  # no topic entity in the graph: nothing to pad
+            assert found.triples.tolist() == []
+            continue
+        assert len(found.triples) == 20 and own <= set(found.triples.tolist())
+    assert steps["kg"]["notes"]["graph_triples_mean"] == round(12 * 20 / 13, 2)
+    assert steps["supervise.weak"]["notes"]["questions"] > 0 and "cosine" in rows
+
+
+def test_gold_labels_on_questions_without_gold_triples(toy: Path):
+    """Questions whose gold_triples are empty (their graph carried by a line without a
+    named answer) are left out and counted; when no supervised question has one, the
+    step stops with one message."""
+    lines = kgqa_lines()[:12]
+    carrier = {"id": "carrier", "question": "?", "answers": [None], "topic_entities": [],
+               "gold_triples": [t for line in lines for t in line["gold_triples"]]}
+    for line in lines[6:]:
+        line["gold_triples"] = []
+    (toy / "some-gold.jsonl").write_text("".join(
+        json.dumps(line) + "\n" for line in [carrier, *lines]))
+    (toy / "no-gold.jsonl").write_text("".join(
+        json.dumps(line) + "\n" for line in [carrier, *lines[6:]]))
+    gold_only = {"training": TRAINING[-1:], "answer": {"questions": 0},
+                 "query": [{"name": "reg-gold", "strategy": "reg", "retriever": "gold"}],
+                 "evaluate": {"metrics": ["recall@5"]}}
+    spec = _spec(toy, "reg-some-gold", corpus={"dataset": "kgqa",
+                                               "path": "../some-gold.jsonl"}, **gold_only)
+    steps, _, _ = run_with(spec, RuleLLM())
+    supervised, _ = read_supervision(api.open_session(spec).artefact("supervise.gold"))
+    without = sum(qid in {line["id"] for line in lines[6:]}
+                  for qid in supervised["question_id"])
+    notes = steps["train.gold"]["notes"]
+    assert notes["skipped_no_gold"] == without > 0 and notes["questions"] == (
+        supervised.height - without)
+    spec = _spec(toy, "reg-no-gold", corpus={"dataset": "kgqa", "path": "../no-gold.jsonl"},
+                 **gold_only)
+    with pytest.raises(KgragError, match=r"train.gold: labels: gold, but none of the \d+ "
+                                         r"supervised questions has a gold triple"):
         run_with(spec, RuleLLM())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgrag.kg.graph import KnowledgeGraph
+from kgrag.kg.graph import KnowledgeGraph, with_distractors
 from kgrag.training import refinement
 from kgrag.training.supervision import path_text, supervise
 
@@ -29,6 +29,21 @@ def test_neighbourhood_grows_hop_by_hop_in_either_direction(kg: KnowledgeGraph):
     seal = [kg.entity_index["Lou Seal"]]
     assert kg.neighbourhood(seal, 1).tolist() == [0, 5]
     assert kg.neighbourhood(seal, 2).tolist() == [0, 1, 2, 3, 4, 5]
+    assert kg.layers(seal, 3) == [[0, 5], [1, 2, 3, 4], []]  # each hop's new triples
+
+
+def test_distractors_pad_a_graph_from_the_given_graphs_in_order(kg: KnowledgeGraph):
+    seal = kg.layers([kg.entity_index["Lou Seal"]], 2)
+    nearest_first = [i for layer in seal for i in layer]  # [0, 5, 1, 2, 3, 4]
+    elsewhere = [6]
+    # the first graph given is taken before the second, nearest its topic first, and cut
+    assert with_distractors([6], [nearest_first, elsewhere], 3).tolist() == [0, 5, 6]
+    assert with_distractors([], [elsewhere, nearest_first], 3).tolist() == [0, 5, 6]
+    # triples the graph holds already are not counted twice; too few: all of them
+    assert with_distractors([0, 6], [nearest_first], 4).tolist() == [0, 1, 5, 6]
+    assert with_distractors([6], [elsewhere], 5).tolist() == [6]
+    # a graph already that large is kept as it is
+    assert with_distractors([1, 2, 3], [elsewhere], 2).tolist() == [1, 2, 3]
 
 
 def test_weak_labels_are_the_shortest_paths_in_both_directions(kg: KnowledgeGraph):
