@@ -32,3 +32,23 @@ def with_sources(chunks: pl.DataFrame, sections: pl.DataFrame) -> pl.DataFrame:
         pl.Series("page", [s["page"] for s in firsts], pl.Int64),
         pl.Series("page_end", [s["page"] for s in lasts], pl.Int64),
         pl.Series("heading", [s["heading"] for s in firsts], pl.String))
+
+
+def describe(file: str | None, page: int | None, page_end: int | None,
+             heading: str | None) -> str:
+    """Where a chunk came from, in words: ``guide.pdf, pp. 2-3, § Rivers``."""
+    parts = [file] if file else []
+    if page is not None:
+        parts.append(f"p. {page}" if page_end in (None, page) else f"pp. {page}-{page_end}")
+    if heading:
+        parts.append(f"§ {heading}")
+    return ", ".join(parts)
+
+
+def chunk_sources(chunks: pl.DataFrame) -> dict[str, str]:
+    """Chunk id → ``describe`` of where it came from, for a chunks table with
+    ``SOURCE_COLUMNS`` (a documents folder's); empty for any other."""
+    if not set(SOURCE_COLUMNS) <= set(chunks.columns):
+        return {}
+    return {row["chunk_id"]: describe(row["file"], row["page"], row["page_end"], row["heading"])
+            for row in chunks.select("chunk_id", *SOURCE_COLUMNS).iter_rows(named=True)}

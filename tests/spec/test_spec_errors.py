@@ -156,7 +156,7 @@ def test_missing_required_keys(tmp_path: Path) -> None:
             (
                 "evaluate.metrics[0]: 'accuracy' does not match the required pattern "
                 "^(em|f1|coverage|context_recall|extraction|hit|macro_f1|micro_f1|"
-                "answer_coverage|iterations|recall@[1-9][0-9]*|hit@[1-9][0-9]*)$"
+                "answer_coverage|iterations|citation_precision|citation_recall|cited|recall@[1-9][0-9]*|hit@[1-9][0-9]*)$"
             ),
         ),
     ],
