@@ -5,6 +5,7 @@ them against the supporting documents, and ``kgrag query`` resolves each citatio
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -103,3 +104,15 @@ def test_a_reply_without_a_valid_citation_is_counted_not_an_error(reply, cited, 
     parsed = parse_citations(reply, 3)
     assert (parsed.cited, parsed.numbers) == (cited, numbers)
     assert parsed.text in ("Paris", "Insufficient information.")
+
+
+def test_the_report_links_each_citation_to_its_unit(project):
+    from kgrag.report.page import write_report
+
+    spec = documents_spec(project, cite=True)
+    run_with(spec, RuleLLM())
+    page = write_report(api.open_session(spec).run_dir).read_text()
+    links = re.findall(r'<a href="#(q\d+-s0-\d+)">\[(\d+)\]</a>', page)
+    assert len(links) >= 3  # every question's answer cites at least one unit
+    for target, number in links:
+        assert target.endswith(f"-{number}") and f"<li id={target}" in page
