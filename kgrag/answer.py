@@ -204,7 +204,7 @@ def units_to_cite(unit_ids: Sequence[str], context: str, text_of: Mapping[str, s
             text_of[u] for u in unit_ids) != context:
         raise KgragError(f"answer.cite: strategy {strategy!r} hands the LLM more than its "
                          "chunks (a skeleton's triples, modules, sub-chunks); cite with a "
-                         "strategy whose context is its chunks (naive, bm25, hybrid, ppr)")
+                         "strategy whose context is its chunks (naive, bm25, ppr)")
     return [text_of[u] for u in unit_ids]
 
 

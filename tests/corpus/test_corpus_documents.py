@@ -79,6 +79,12 @@ def test_a_pdf_gives_its_pages_text_and_title():
     assert converted.title == "Two places"
 
 
+def test_a_pdf_paragraph_wrapped_over_many_lines_reads_back_word_for_word():
+    long = " ".join(f"Sentence {i} tells of the old bridge, built in {1800 + i}." for i in range(40))
+    text = convert(pdf_bytes([long]), ".pdf").blocks[0].text
+    assert "\n" in text and " ".join(text.split()) == long  # fpdf2 wrapped it into lines
+
+
 def test_a_docx_gives_its_paragraphs_under_their_headings():
     converted = convert(docx_bytes([("Rivers", ["The Rhone flows through Lyon."]),
                                     ("Loire", ["The Loire is long.", "It ends at Nantes."])],
