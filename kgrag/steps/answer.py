@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kgrag.answer import answer, cited_answer, units_to_cite
+from kgrag.answer import INSUFFICIENT, answer, cited_answer, units_to_cite
 from kgrag.contents.answers import write_answers, write_citations
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.corpus import read_questions
@@ -73,7 +73,10 @@ def _answer_citing(ctx: StepContext, table, llm) -> None:
     write_answers(ctx.out_dir, rows)
     write_citations(ctx.out_dir, citations)
     ctx.notes.update(cited=sum(bool(c["cited_units"]) for c in citations),
-                     uncited=sum(not c["cited_units"] for c in citations))
+                     uncited=sum(not c["cited_units"] for c in citations),
+                     # neither a number in brackets nor the escape: the form did not hold
+                     unparsed=sum(not c["numbers"] and r["answer"] != INSUFFICIENT
+                                  for c, r in zip(citations, rows)))
 
 
 @step_kind("answer_from_trace", "1")

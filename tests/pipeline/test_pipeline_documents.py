@@ -61,6 +61,8 @@ def test_answers_cite_numbered_chunks_and_are_scored(project):
     louvre = chunks.filter(pl.col("file") == "louvre.pdf")
     assert louvre["page"].to_list()[0] == 1 and louvre["page_end"].to_list()[-1] == 2
     assert chunks.filter(pl.col("file") == "prado.html")["heading"].to_list() == ["Madrid"]
+    assert {k: steps["answer.dense"]["notes"][k] for k in ("cited", "uncited", "unparsed")} == {
+        "cited": 3, "uncited": 0, "unparsed": 0}
     citations = read_citations(session.artefact("answer.dense"))
     assert citations.height == 3 and all(citations["cited_units"].list.len() > 0)
     row = rows["dense"]
@@ -68,6 +70,18 @@ def test_answers_cite_numbered_chunks_and_are_scored(project):
     assert 0 < row["citation_precision"] <= 1 and 0 < row["citation_recall"] <= 1
     # the stand-in cites the chunks naming the question's words: every supporting one
     assert row["citation_recall"] == 1.0
+
+
+@pytest.mark.parametrize("reply, unparsed", [("Paris [9]", 0), ("Paris", 3)])
+def test_answers_without_a_valid_citation_are_counted_not_errors(project, monkeypatch, reply,
+                                                                 unparsed):
+    monkeypatch.setattr(RuleLLM, "citing", staticmethod(lambda prompt: reply))
+    steps, rows, _ = run_with(documents_spec(project, cite=True), RuleLLM())
+    row = rows["dense"]
+    assert (row["n_answered"], row["cited"], row["citation_recall"]) == (3, 0.0, 0.0)
+    assert row["citation_precision"] is None  # no answer cites: no precision to average
+    notes = steps["answer.dense"]["notes"]
+    assert (notes["uncited"], notes["unparsed"]) == (3, unparsed)
 
 
 def test_without_cite_the_citation_metrics_are_not_reported(project):
