@@ -17,6 +17,7 @@ the importer records it, counts it and goes on with the rest of the folder.
 from __future__ import annotations
 
 import io
+import logging
 import re
 import zipfile
 from collections.abc import Callable
@@ -169,6 +170,18 @@ def _docx(data: bytes) -> Converted:
 
 
 def _pdf(data: bytes) -> Converted:
+    """A damaged PDF makes pypdf log warnings as it repairs what it can; the file's one
+    message is its ``Unreadable`` (or none, when the repair worked)."""
+    pypdf_log = logging.getLogger("pypdf")
+    level = pypdf_log.level
+    pypdf_log.setLevel(logging.ERROR)
+    try:
+        return _read_pdf(data)
+    finally:
+        pypdf_log.setLevel(level)
+
+
+def _read_pdf(data: bytes) -> Converted:
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
