@@ -12,13 +12,16 @@ SubgraphRAG's format, read by the hit / F1 metrics), ``short`` (the multi-hop be
 break).
 
 With citations (``answer.cite``), the context's units are numbered ``[1]``, ``[2]``
-… and the answer ends with the numbers of those it comes from, ``Denmark [1][2]``
-(``cited_answer``). A grammar keeps the small bundled models to that form: some text,
-then one to ``MAX_CITATIONS`` numbers among those shown, or the "Insufficient
-information." escape. The answer text has the same character budget as without
-citations, so the numbers always fit in the token budget, which grows by
-``CITE_TOKENS``. A reply without a valid number (a model given by path, without the
-grammar's help) is an answer without citations, never an error.
+… and the answer starts with the numbers of those it comes from, ``[1][2] Denmark``
+(``cited_answer``). A grammar keeps the small bundled models to that form: one to
+``MAX_CITATIONS`` numbers among those shown, then the answer's text; or the
+"Insufficient information." escape. The numbers come first so that they are always
+written: a small model given the numbers last rambles on to the token limit before it
+writes them (Gemma 3 270M did for a third of the quickstart's questions), and its
+answer gets longer, since the grammar has to mask the line break that ends it. The
+token budget grows by ``CITE_TOKENS``. A reply without a valid number (a model given by
+path that writes them elsewhere; numbers at the end are read too) is an answer without
+citations, never an error.
 
 Two renderings of each prompt: ``completion`` (plain few-shot text, the
 default: the bundled Gemma 3 270M ships without a chat template and answers
@@ -78,8 +81,9 @@ LIST_EXAMPLE_CONTEXT = (
 LIST_EXAMPLE_QUESTION = "Which championships did the team with the mascot Lou Seal win?"
 LIST_EXAMPLE_ANSWER = "ans: 2010 World Series\nans: 2012 World Series"
 CITE_INSTRUCTION = (
-    " Each passage of the context starts with its number in brackets. End the answer with "
-    "the numbers of the passages it comes from, each in brackets, like [1][2]."
+    " Each passage of the context starts with its number in brackets. Start the answer "
+    "with the numbers of the passages it comes from, each in brackets, like [1][2], then "
+    "give the answer."
 )
 LENGTHS = {
     "short": (INSTRUCTION, EXAMPLE_CONTEXT, EXAMPLE_QUESTION, EXAMPLE_ANSWER),
@@ -154,6 +158,7 @@ MAX_CITATIONS = 3  # numbers an answer may cite: a short answer rests on a few p
 CITE_TOKENS = 16  # added to the answer's token budget for " [i][j][k]"
 ANSWER_CHARS = {"short": 160, "long": 1200}  # the grammar's bound on the answer's text
 _CITES = re.compile(r"\[\s*(\d+)\s*\]")
+_LEADING = re.compile(r"^\s*(?:\[\s*\d+\s*\]\s*)+")
 _TRAILING = re.compile(r"(?:\s*\[\s*\d+\s*\])+\s*\.?\s*$")
 
 
@@ -174,22 +179,26 @@ def numbered_context(units: Sequence[str]) -> str:
 
 
 def citation_grammar(shown: int, length: str) -> str:
-    """GBNF: the answer's text (no bracket, no line break), then one to
-    ``MAX_CITATIONS`` of the numbers 1 … ``shown``; or the escape alone."""
-    numbers = " | ".join(f'"{i}"' for i in range(shown, 0, -1))  # "10" before "1"
+    """GBNF: one to ``MAX_CITATIONS`` of the numbers 1 … ``shown``, then the answer's
+    text (no bracket; a short answer ends at its line break); or the escape alone."""
+    numbers = " | ".join(f'"{i}"' for i in range(shown, 0, -1))
     cites = min(MAX_CITATIONS, shown)
-    return (f'root ::= "{INSUFFICIENT}" | text cite{{1,{cites}}}\n'
-            f'text ::= [^\\n\\[\\]]{{1,{ANSWER_CHARS[length]}}}\n'
+    chars = ANSWER_CHARS[length]
+    text = (f'[^\\n\\[\\]]{{1,{chars}}} "\\n"?' if length == "short"
+            else f"[^\\[\\]]{{1,{chars}}}")
+    return (f'root ::= "{INSUFFICIENT}" | cite{{1,{cites}}} " " text\n'
+            f'text ::= {text}\n'
             f'cite ::= "[" ({numbers}) "]"\n')
 
 
 def parse_citations(reply: str, shown: int, length: str = "short") -> CitedAnswer:
-    """The answer of a cited reply and the numbers its trailing brackets cite; numbers
-    outside 1 … ``shown`` are kept in ``numbers`` but not cited."""
+    """The answer of a cited reply and the numbers its leading brackets cite (or, failing
+    those, its trailing ones); numbers outside 1 … ``shown`` are kept in ``numbers`` but
+    not cited."""
     first = reply.strip().split("\n", 1)[0] if length == "short" else reply.strip()
-    marks = _TRAILING.search(first)
+    marks = _LEADING.search(first) or _TRAILING.search(first)
     numbers = [int(n) for n in _CITES.findall(marks.group(0))] if marks else []
-    body = first[:marks.start()] if marks else first
+    body = first[:marks.start()] + first[marks.end():] if marks else first
     clean = clean_answer if length == "short" else clean_long_answer
     cited = list(dict.fromkeys(n for n in numbers if 1 <= n <= shown))
     return CitedAnswer(clean(body), cited, numbers)
@@ -220,7 +229,7 @@ def cited_answer(llm: CachedLLM, units: Sequence[str], question: str, *,
     instruction, example_context, example_question, example_answer = LENGTHS[length]
     instruction += CITE_INSTRUCTION
     example = numbered_context(example_context.split("\n\n"))
-    example_answer += " [1][2]"
+    example_answer = f"[1][2] {example_answer}"
     context = numbered_context(units)
     max_tokens = (max_tokens or DEFAULT_MAX_TOKENS[length]) + CITE_TOKENS
     stop = ["\n"] if length == "short" else ["\n\n", "Question:"]

@@ -133,7 +133,7 @@ class RuleLLM:
         words = set(WORD.findall(question))
         passages = re.split(r"\n\n(?=\[\d+\] )", context)
         cited = [i for i, p in enumerate(passages, 1) if words & set(WORD.findall(p))] or [1]
-        return "An answer from the evidence " + "".join(f"[{i}]" for i in cited[:3])
+        return "".join(f"[{i}]" for i in cited[:3]) + " An answer from the evidence"
 
     @staticmethod
     def extraction(text: str) -> str:

@@ -72,7 +72,7 @@ def test_answers_cite_numbered_chunks_and_are_scored(project):
     assert row["citation_recall"] == 1.0
 
 
-@pytest.mark.parametrize("reply, unparsed", [("Paris [9]", 0), ("Paris", 3)])
+@pytest.mark.parametrize("reply, unparsed", [("[9] Paris", 0), ("Paris", 3)])
 def test_answers_without_a_valid_citation_are_counted_not_errors(project, monkeypatch, reply,
                                                                  unparsed):
     monkeypatch.setattr(RuleLLM, "citing", staticmethod(lambda prompt: reply))
@@ -106,6 +106,8 @@ def test_query_resolves_each_citation_to_title_file_and_page(project, monkeypatc
 
 
 @pytest.mark.parametrize("reply, cited, numbers", [
+    ("[2][1] Paris", [2, 1], [2, 1]),
+    (" [3] [1] Paris.", [3, 1], [3, 1]),
     ("Paris [2][1]", [2, 1], [2, 1]),
     ("Paris [1] [1].", [1], [1, 1]),
     ("Paris [7]", [], [7]),
@@ -130,3 +132,13 @@ def test_the_report_links_each_citation_to_its_unit(project):
     assert len(links) >= 3  # every question's answer cites at least one unit
     for target, number in links:
         assert target.endswith(f"-{number}") and f"<li id={target}" in page
+
+
+def test_the_citation_grammar_compiles_and_admits_only_numbers_shown():
+    from llama_cpp import LlamaGrammar
+
+    from kgrag.answer import citation_grammar
+
+    for length in ("short", "long"):
+        LlamaGrammar.from_string(citation_grammar(12, length), verbose=False)
+    assert '"[" ("3" | "2" | "1") "]"' in citation_grammar(3, "short")
