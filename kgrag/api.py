@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kgrag.answer import answer
+from kgrag.answer import answer, cited_answer, units_to_cite
 from kgrag.bundle.compare import metric_differences
 from kgrag.bundle.pack import BundleSummary, make_bundle
 from kgrag.bundle.replay import unpack
-from kgrag.contents.chunks import count_chunks
+from kgrag.contents.chunks import count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
 from kgrag.contents.metrics import METRICS, read_metrics
+from kgrag.corpus.sources import chunk_sources
 from kgrag.errors import KgragError
 from kgrag.models import Models
 from kgrag.models.cache import CacheStats, CallCache
@@ -150,6 +151,17 @@ def report(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """One unit an answer cites: its number in the prompt, its id, its document's title
+    and where it came from (``kgrag.corpus.sources.describe``; empty when unknown)."""
+
+    number: int
+    unit_id: str
+    title: str
+    source: str
+
+
+@dataclass(frozen=True)
 class QueryResult:
     question: str
     strategy: str
@@ -159,6 +171,8 @@ class QueryResult:
     retrieval_ms: float
     answer: str
     trace: dict[str, Any] = field(default_factory=dict)  # the strategy's why (seeds, scores)
+    sources: list[str] = field(default_factory=list)  # per unit: file, page, heading
+    citations: list[Citation] | None = None  # with answer.cite: the units cited
 
 
 @dataclass(frozen=True)
@@ -172,20 +186,32 @@ class Querier:
     step: Step
     strategy: Any
     titles: dict[str, str]  # doc id → title
+    sources: dict[str, str]  # chunk id → where it came from (a documents folder's)
+    contexts: dict[str, str]  # chunk id → its text as the LLM reads it (answer.cite)
 
     def ask(self, question: str) -> QueryResult:
-        """Retrieve for ``question`` and answer it from what was retrieved."""
+        """Retrieve for ``question`` and answer it from what was retrieved (citing the
+        units it comes from, with ``answer.cite``)."""
         models, answering = self.session.models, self.session.spec.answer
         vector = models.embedder_of(self.step.config["embedder"]).encode([question])[0]
         started = time.perf_counter()
         context = self.strategy.retrieve(question, vector)
         elapsed_ms = (time.perf_counter() - started) * 1000
-        text, _ = answer(models.llm("answerer"), context.text, question,
-                         max_tokens=answering["max_tokens"], style=answering["prompt"],
-                         length=answering["length"])
-        return QueryResult(question, self.name, context.unit_ids,
-                           [self.titles[d] for d in context.doc_ids], context.tokens,
-                           elapsed_ms, text, context.trace)
+        settings = {"max_tokens": answering["max_tokens"], "style": answering["prompt"],
+                    "length": answering["length"]}
+        titles = [self.titles[d] for d in context.doc_ids]
+        sources = [self.sources.get(u, "") for u in context.unit_ids]
+        citations = None
+        if answering.get("cite"):
+            shown = units_to_cite(context.unit_ids, context.text, self.contexts, self.name)
+            cited, _ = cited_answer(models.llm("answerer"), shown, question, **settings)
+            text = cited.text + "".join(f" [{n}]" for n in cited.cited)
+            citations = [Citation(n, context.unit_ids[n - 1], titles[n - 1], sources[n - 1])
+                         for n in cited.cited]
+        else:
+            text, _ = answer(models.llm("answerer"), context.text, question, **settings)
+        return QueryResult(question, self.name, context.unit_ids, titles, context.tokens,
+                           elapsed_ms, text, context.trace, sources, citations)
 
 
 def open_query(spec_path: str | Path, strategy: str | None = None,
@@ -199,8 +225,14 @@ def open_query(spec_path: str | Path, strategy: str | None = None,
     inputs = {role: session.artefact(dep) for role, dep in step.inputs.items()}
     chosen = load_strategy(step.config, inputs, session.models)
     documents = read_documents(session.artefact("corpus"), ["doc_id", "title"])
+    sources, contexts = {}, {}
+    if "chunks" in inputs:  # a strategy over chunks: where each came from, its text
+        chunks = read_chunks(inputs["chunks"])
+        sources = chunk_sources(chunks)
+        if session.spec.answer.get("cite"):
+            contexts = dict(zip(chunks["chunk_id"], chunks["context"]))
     return Querier(session, name, step, chosen,
-                   dict(zip(documents["doc_id"], documents["title"])))
+                   dict(zip(documents["doc_id"], documents["title"])), sources, contexts)
 
 
 def query(spec_path: str | Path, question: str, strategy: str | None = None,

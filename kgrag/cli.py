@@ -120,9 +120,19 @@ def _print_query(result: QueryResult) -> None:
         print(f"linked by nearest name: {linked}")
     if "fallback" in result.trace:
         print(f"fallback: {result.trace['fallback']}")
-    for unit, title in zip(result.unit_ids, result.titles):
-        print(f"  {unit}  {title}" + (f"  (score {scores[unit]:.4g})" if unit in scores else ""))
+    sources = result.sources or [""] * len(result.unit_ids)
+    for number, (unit, title, source) in enumerate(zip(result.unit_ids, result.titles, sources),
+                                                   1):
+        cited = f"[{number}] " if result.citations is not None else ""
+        print(f"  {cited}{unit}  {title}" + (f"  ({source})" if source else "")
+              + (f"  (score {scores[unit]:.4g})" if unit in scores else ""))
     print(f"answer: {result.answer}")
+    if result.citations is not None:
+        for citation in result.citations:
+            where = f", {citation.source}" if citation.source else ""
+            print(f"  [{citation.number}] {citation.title}{where}  ({citation.unit_id})")
+        if not result.citations:
+            print("  (no valid citation)")
 
 
 def _cmd_bundle(args: argparse.Namespace) -> int:

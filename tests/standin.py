@@ -88,6 +88,8 @@ class RuleLLM:
             text = f"[SUBQ] What is {title}?"
         elif request.get("grammar") and "[SUBQ]" in request["grammar"]:
             kind, text = "plan", self.planned(prompt)
+        elif request.get("grammar") and "cite ::=" in request["grammar"]:
+            kind, text = "answer", self.citing(prompt)
         elif request.get("grammar"):
             kind, text = "gate", self.gate
         elif "precise" in props:
@@ -122,6 +124,16 @@ class RuleLLM:
         question = last.rsplit("Question: ", 1)[1]
         words = WORD.findall(question) or ["it"]
         return f"[SUBQ] What is known about {words[asked % len(words)]}?"
+
+    @staticmethod
+    def citing(prompt: str) -> str:
+        """A cited answer (``answer.cite``): the numbered passages of the last context that
+        name a capitalised word of the question, else the first."""
+        context, question = prompt.rsplit("Context:\n", 1)[1].rsplit("\n\nQuestion: ", 1)
+        words = set(WORD.findall(question))
+        passages = re.split(r"\n\n(?=\[\d+\] )", context)
+        cited = [i for i, p in enumerate(passages, 1) if words & set(WORD.findall(p))] or [1]
+        return "".join(f"[{i}]" for i in cited[:3]) + " An answer from the evidence"
 
     @staticmethod
     def extraction(text: str) -> str:

@@ -1,4 +1,7 @@
-"""The ``answer`` artefact: one row per answered question, the answer and its tokens."""
+"""The ``answer`` artefact: one row per answered question, the answer and its tokens; with
+``answer.cite``, also one row per answer in ``citations.parquet``: the units it cites
+(``cited_units``, their ``cited_docs``), every number it wrote (``numbers``, valid or not)
+and how many units it was shown."""
 
 from __future__ import annotations
 
@@ -18,3 +21,19 @@ def write_answers(folder: Path, rows: list[dict[str, Any]]) -> None:
 
 def read_answers(folder: Path) -> pl.DataFrame:
     return pl.read_parquet(folder / ANSWERS)
+
+
+CITATIONS = "citations.parquet"
+CITATION_SCHEMA = {"question_id": pl.String, "cited_units": pl.List(pl.String),
+                   "cited_docs": pl.List(pl.String), "numbers": pl.List(pl.Int64),
+                   "shown": pl.Int64}
+
+
+def write_citations(folder: Path, rows: list[dict[str, Any]]) -> None:
+    pl.DataFrame(rows, schema=CITATION_SCHEMA).write_parquet(folder / CITATIONS)
+
+
+def read_citations(folder: Path) -> pl.DataFrame | None:
+    """The citations of an answer step run with ``answer.cite``; None without them."""
+    path = folder / CITATIONS
+    return pl.read_parquet(path) if path.exists() else None

@@ -1,6 +1,6 @@
 """The ``corpus`` artefact (step ``import``): documents, questions, gold sentences, gold
 triples and gold decompositions, one table each (``kgrag.corpus.corpus`` describes their
-columns).
+columns); for a documents folder also its sections and sources.
 
 ``sentences.parquet``, ``triples.parquet`` and ``decompositions.parquet`` are written even
 when empty, so readers see one layout (``kgrag.steps.corpus`` says why an older corpus
@@ -23,6 +23,8 @@ TRIPLES = "triples.parquet"
 DECOMPOSITIONS = "decompositions.parquet"
 KG = "kg.parquet"  # a knowledge-graph corpus's triples, and its questions' topic entities
 TOPICS = "topics.parquet"
+SECTIONS = "sections.parquet"  # a documents folder's: where each document's text came from
+SOURCES = "sources.parquet"  # and what became of each of its files
 
 
 def write_corpus(folder: Path, corpus: Corpus) -> None:
@@ -34,6 +36,9 @@ def write_corpus(folder: Path, corpus: Corpus) -> None:
     if not corpus.kg.is_empty():  # only a KGQA corpus has them
         corpus.kg.write_parquet(folder / KG)
         corpus.topics.write_parquet(folder / TOPICS)
+    if not corpus.sources.is_empty():  # only a documents folder has them
+        corpus.sections.write_parquet(folder / SECTIONS)
+        corpus.sources.write_parquet(folder / SOURCES)
 
 
 def read_documents(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:
@@ -71,3 +76,16 @@ def read_kg(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
         raise KgragError(f"{folder.name}: this corpus has no knowledge graph; a triple "
                          "strategy or ReG training needs a KGQA corpus (dataset: kgqa)")
     return pl.read_parquet(folder / KG), pl.read_parquet(folder / TOPICS)
+
+
+def read_sections(folder: Path) -> pl.DataFrame | None:
+    """A documents folder's sections (file, page, heading of each span); None for every
+    other corpus."""
+    path = folder / SECTIONS
+    return pl.read_parquet(path) if path.exists() else None
+
+
+def read_sources(folder: Path) -> pl.DataFrame | None:
+    """A documents folder's files with what became of each; None for every other corpus."""
+    path = folder / SOURCES
+    return pl.read_parquet(path) if path.exists() else None

@@ -65,6 +65,22 @@ TOPIC_SCHEMA: dict[str, pl.DataType] = {
     "entity": pl.String(),
 }
 
+SECTION_SCHEMA: dict[str, pl.DataType] = {
+    "doc_id": pl.String(),
+    "start": pl.Int64(),
+    "end": pl.Int64(),
+    "file": pl.String(),
+    "page": pl.Int64(),
+    "heading": pl.String(),
+}
+
+SOURCE_SCHEMA: dict[str, pl.DataType] = {
+    "file": pl.String(),
+    "sha256": pl.String(),
+    "status": pl.String(),
+    "detail": pl.String(),
+}
+
 
 def make_doc_id(title: str, text: str) -> str:
     """Derive a document id from its content.
@@ -117,6 +133,16 @@ def empty_topics() -> pl.DataFrame:
     return pl.DataFrame(schema=TOPIC_SCHEMA)
 
 
+def empty_sections() -> pl.DataFrame:
+    """A sections frame with no rows: every corpus but a ``documents`` folder."""
+    return pl.DataFrame(schema=SECTION_SCHEMA)
+
+
+def empty_sources() -> pl.DataFrame:
+    """A sources frame with no rows: every corpus but a ``documents`` folder."""
+    return pl.DataFrame(schema=SOURCE_SCHEMA)
+
+
 @dataclass(frozen=True)
 class Corpus:
     """Documents to index plus the questions (possibly none) to evaluate.
@@ -141,6 +167,11 @@ class Corpus:
     ``head``, ``relation``, ``tail``; the documents are the same triples as text, so a
     question's ``supporting_doc_ids`` are its gold triples' ids), and ``topics``, each
     question's topic entities (``question_id``, ``entity``); both empty otherwise.
+    A ``documents`` folder also has ``sections``, where each document's text came from
+    (``doc_id``, the span ``start`` / ``end``, the ``file``, its PDF ``page`` and the
+    ``heading`` above it; a chunk cites the section it starts in), and ``sources``, one
+    row per file of the folder (``file``, ``sha256``, ``status``: ``converted``,
+    ``cached`` or the kind of failure, and its ``detail``); both empty otherwise.
     """
 
     documents: pl.DataFrame
@@ -150,3 +181,5 @@ class Corpus:
     decompositions: pl.DataFrame = field(default_factory=empty_decompositions)
     kg: pl.DataFrame = field(default_factory=empty_kg)
     topics: pl.DataFrame = field(default_factory=empty_topics)
+    sections: pl.DataFrame = field(default_factory=empty_sections)
+    sources: pl.DataFrame = field(default_factory=empty_sources)

@@ -5,6 +5,9 @@ punctuation, no articles, single spaces), take the maximum over the gold
 answer and its aliases, and, as in HotpotQA's and KET-RAG's scripts, give F1 0
 when a yes / no / no-answer prediction and gold disagree.
 
+Citation precision and recall compare the documents of the units an answer cites with
+the question's supporting documents (a unit supports when its document does).
+
 Context recall is exact: it compares character spans of retrieved chunks with
 the spans of gold sentences, so it needs no LLM judge.
 """
@@ -156,3 +159,21 @@ def _harmonic(precision: float, recall: float) -> float:
 def answer_coverage(context: str, golds: Sequence[str]) -> float:
     """The share of gold answers the context names (each as ``covers`` finds it)."""
     return sum(covers(context, [g]) for g in golds) / len(golds) if golds else 0.0
+
+
+def citation_precision(cited_docs: Sequence[str], supporting: Sequence[str]) -> float | None:
+    """The share of cited units whose document is a supporting one; None for an answer
+    that cites nothing or a question without supporting documents (left out of the mean:
+    an answer without citations counts in the share of answers citing, ``cited``)."""
+    if not cited_docs or not supporting:
+        return None
+    gold = set(supporting)
+    return sum(doc in gold for doc in cited_docs) / len(cited_docs)
+
+
+def citation_recall(cited_docs: Sequence[str], supporting: Sequence[str]) -> float | None:
+    """The share of supporting documents some cited unit comes from (0 for an answer that
+    cites nothing); None for a question without supporting documents."""
+    if not supporting:
+        return None
+    return len(set(cited_docs) & set(supporting)) / len(set(supporting))

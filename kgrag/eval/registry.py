@@ -26,6 +26,8 @@ from kgrag.eval.metrics import (
     Span,
     answer_coverage,
     answer_lines,
+    citation_precision,
+    citation_recall,
     context_recall,
     covers,
     exact_match,
@@ -35,11 +37,11 @@ from kgrag.eval.metrics import (
     recall_at_k,
 )
 
-Reads = Literal["answers", "context", "documents", "spans", "extraction"]
-"""What a metric reads besides the questions: the generated answers; the retrieved
-context text; the retrieved documents in rank order; the retrieved chunks' and the gold
-sentences' spans (``EvidenceSpans``); or, for a build metric, one build's extraction
-(``ExtractionBuild``)."""
+Reads = Literal["answers", "citations", "context", "documents", "spans", "extraction"]
+"""What a metric reads besides the questions: the generated answers; the units they
+cite (``answer.cite``); the retrieved context text; the retrieved documents in rank
+order; the retrieved chunks' and the gold sentences' spans (``EvidenceSpans``); or, for
+a build metric, one build's extraction (``ExtractionBuild``)."""
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,14 @@ class EvidenceSpans:
 class StrategyRun:
     """What a strategy metric scores: the questions joined with what the strategy
     retrieved for them (``table``), the answered ones as (answer, gold answers) pairs,
-    and the spans, present when a requested metric reads them."""
+    the spans, present when a requested metric reads them, and, for answers given with
+    ``answer.cite``, each answered question's cited documents and supporting documents
+    (``cited``; None without citations)."""
 
     table: pl.DataFrame
     answered: list[tuple[str, list[str]]]
     spans: EvidenceSpans | None
+    cited: list[tuple[list[str], list[str]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,36 @@ def _exact_match(run: StrategyRun) -> float | None:
 @metric("f1", "answers")
 def _f1(run: StrategyRun) -> float | None:
     return _mean([f1_score(a, g) for a, g in run.answered])
+
+
+@metric("citation_precision", "citations",
+        gold=("supporting_doc_ids", "supporting documents",
+              "a questions file lists a question's supporting document ids in 'supporting'"))
+def _citation_precision(run: StrategyRun) -> float | None:
+    """The mean share of an answer's cited units that support it, over the answers that
+    cite something; not reported without citations."""
+    if run.cited is None:
+        return None
+    values = [citation_precision(c, s) for c, s in run.cited]
+    return _mean([v for v in values if v is not None])
+
+
+@metric("citation_recall", "citations",
+        gold=("supporting_doc_ids", "supporting documents",
+              "a questions file lists a question's supporting document ids in 'supporting'"))
+def _citation_recall(run: StrategyRun) -> float | None:
+    """The mean share of a question's supporting documents its answer cites."""
+    if run.cited is None:
+        return None
+    values = [citation_recall(c, s) for c, s in run.cited]
+    return _mean([v for v in values if v is not None])
+
+
+@metric("cited", "citations")
+def _cited(run: StrategyRun) -> float | None:
+    """The share of answers citing at least one unit they were shown (an answer without
+    a valid citation counts here, and only here)."""
+    return None if run.cited is None else _mean([float(bool(c)) for c, _ in run.cited])
 
 
 @metric("coverage", "context")

@@ -14,7 +14,8 @@ from kgrag.eval.registry import EvidenceSpans, StrategyRun, score_strategy
 
 def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.DataFrame,
                  retrieved: pl.DataFrame, answers: pl.DataFrame | None,
-                 spans: EvidenceSpans | None = None) -> dict[str, Any]:
+                 spans: EvidenceSpans | None = None,
+                 citations: pl.DataFrame | None = None) -> dict[str, Any]:
     """Mean metrics of one strategy over the questions it retrieved for.
 
     Answer metrics (EM, F1) average over the answered questions only; LLM
@@ -22,7 +23,7 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     served them (the manifest records real model calls), retrieval's own calls
     (HugRAG's causal filter) included. ``spans`` is needed
     only for ``context_recall``, which averages over the questions that have
-    gold sentences.
+    gold sentences; ``citations`` (``answer.cite``) for the citation metrics.
     """
     table = questions.join(retrieved, on="question_id", how="inner")
     golds = table["answers"].to_list()
@@ -30,7 +31,13 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     answer_of = {} if answers is None else dict(zip(answers["question_id"], answers["answer"]))
     answered = [(answer_of[q], g) for q, g in zip(table["question_id"], golds) if q in answer_of]
     row["n_answered"] = len(answered)
-    run = StrategyRun(table, answered, spans)
+    cited = None
+    if citations is not None:
+        docs_of = dict(zip(citations["question_id"], citations["cited_docs"].to_list()))
+        cited = [(docs_of[q], s) for q, s in zip(table["question_id"],
+                                                 table["supporting_doc_ids"].to_list())
+                 if q in docs_of]
+    run = StrategyRun(table, answered, spans, cited)
     row.update({metric: score_strategy(metric, run) for metric in metrics})
     latencies = table["retrieval_ms"].to_list()
     row.update(
@@ -48,7 +55,7 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     return row
 
 
-COLUMNS = ("strategy", "em", "f1", "coverage", "recall@", "iterations", "context_recall", "reachability",
+COLUMNS = ("strategy", "em", "f1", "cited", "citation_precision", "citation_recall", "coverage", "recall@", "iterations", "context_recall", "reachability",
            "reachability_no_gates", "gold_coverage", "gold_coverage_no_gates", "min_hops",
            "min_hops_no_gates", "context_tokens_mean", "retrieval_ms_p50", "retrieval_ms_p95",
            "retrieval_llm_ms_p50", "llm_calls_per_query", "llm_tokens_in", "llm_tokens_out")

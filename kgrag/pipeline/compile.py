@@ -162,8 +162,9 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                                             settings["questions"] or strategy["questions"])
             kind = ("answer_from_trace" if STRATEGIES[strategy["strategy"]].answers_in_trace(
                 strategy) else "answer")
+            cites = {"chunks": "chunks"} if settings.get("cite") else {}  # numbered units
             step = plan.add(step_name("answer", name), kind, settings,
-                            {"corpus": "corpus", "retrieve": retrieve.name})
+                            {"corpus": "corpus", "retrieve": retrieve.name, **cites})
             evaluate_inputs[step.name] = step.name
     plan.add("evaluate", "evaluate",
              {"metrics": list(spec.evaluate["metrics"]), "dataset": spec.corpus["dataset"],

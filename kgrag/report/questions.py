@@ -1,7 +1,8 @@
 """The report's per-question drill-down: each question with its gold answer and
 supporting documents, and for every strategy the units it retrieved (rank order,
 supporting documents marked), its answer and its trace (HugRAG's seeds, reached
-entities and filter; PPR's seeds and scores; whatever a strategy records)."""
+entities and filter; PPR's seeds and scores; whatever a strategy records). An answer
+given with ``answer.cite`` shows its citations as links to the units it cites."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 from html import escape
 from typing import Any
 
-from kgrag.contents.answers import read_answers
+from kgrag.contents.answers import read_answers, read_citations
 from kgrag.contents.corpus import read_documents, read_questions
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.report.run_folder import RunFolder
@@ -26,21 +27,29 @@ def drilldown(run: RunFolder) -> str:
         run.artefact(step_name("retrieve", name))).select(
             "question_id", "unit_ids", "doc_ids", "context_tokens", "trace").iter_rows(named=True)}
         for name in strategies}
-    answers = {}
+    answers, cited = {}, {}
     for name in strategies:
         step = step_name("answer", name)
         if step in run.artefacts:
             table = read_answers(run.artefact(step))
             answers[name] = dict(zip(table["question_id"], table["answer"]))
+            citations = read_citations(run.artefact(step))
+            if citations is not None:
+                cited[name] = dict(zip(citations["question_id"],
+                                       citations["cited_units"].to_list()))
     return "\n".join(
         _question(question, titles, [(name, retrieved[name].get(question["question_id"]),
-                                      answers.get(name, {}).get(question["question_id"]))
-                                     for name in strategies])
-        for question in read_questions(corpus).iter_rows(named=True))
+                                      answers.get(name, {}).get(question["question_id"]),
+                                      cited[name].get(question["question_id"], [])
+                                      if name in cited else None)
+                                     for name in strategies], f"q{number}")
+        for number, question in enumerate(read_questions(corpus).iter_rows(named=True)))
 
 
 def _question(question: dict[str, Any], titles: dict[str, str],
-              strategies: list[tuple[str, dict[str, Any] | None, str | None]]) -> str:
+              strategies: list[tuple[str, dict[str, Any] | None, str | None,
+                                     list[str] | None]], anchor: str) -> str:
+    """One question's drill-down; ``anchor`` prefixes the ids its citation links use."""
     gold, *aliases = question["answers"] or ["(none)"]
     supporting = set(question["supporting_doc_ids"] or [])
     also = f' <span class="muted">(also: {escape(", ".join(aliases))})</span>' if aliases else ""
@@ -53,22 +62,38 @@ def _question(question: dict[str, Any], titles: dict[str, str],
     lines.append('<table class="drill"><thead><tr><th>strategy</th><th>answer</th>'
                  "<th>retrieved units (rank order, ★ supporting)</th><th>trace</th></tr>"
                  "</thead><tbody>")
-    for name, row, answer in strategies:
+    for number, (name, row, answer, cited) in enumerate(strategies):
+        units = f"{anchor}-s{number}" if cited is not None else None
         lines.append(f"<tr><td>{escape(name)}</td>"
-                     f"<td>{'–' if answer is None else escape(answer)}</td>"
-                     f"<td>{_units(row, titles, supporting)}</td>"
+                     f"<td>{'–' if answer is None else _answer(answer, cited, row, units)}</td>"
+                     f"<td>{_units(row, titles, supporting, units)}</td>"
                      f"<td>{'–' if row is None else _trace(json.loads(row['trace']))}</td></tr>")
     lines.append("</tbody></table></details>")
     return "\n".join(lines)
 
 
-def _units(row: dict[str, Any] | None, titles: dict[str, str], supporting: set[str]) -> str:
+def _answer(answer: str, cited: list[str] | None, row: dict[str, Any] | None,
+            units: str | None) -> str:
+    """The answer, and with citations each cited unit's number linked to its list item
+    (the numbers are the units' ranks, as the prompt numbered them)."""
+    if cited is None or row is None:
+        return escape(answer)
+    links = "".join(f' <a href="#{units}-{row["unit_ids"].index(unit) + 1}">'
+                    f'[{row["unit_ids"].index(unit) + 1}]</a>' for unit in cited)
+    return escape(answer) + (links or ' <span class="muted">(no valid citation)</span>')
+
+
+def _units(row: dict[str, Any] | None, titles: dict[str, str], supporting: set[str],
+           anchor: str | None = None) -> str:
+    """The retrieved units in rank order; with an ``anchor`` each has an id that a
+    citation links to."""
     if row is None:
         return '<span class="muted">not retrieved for this question</span>'
     items = "".join(
-        f'<li{" class=gold" if doc in supporting else ""}>{"★ " if doc in supporting else ""}'
+        f'<li{f" id={anchor}-{rank}" if anchor else ""}'
+        f'{" class=gold" if doc in supporting else ""}>{"★ " if doc in supporting else ""}'
         f"{escape(titles.get(doc, doc))} <code>{escape(unit)}</code></li>"
-        for unit, doc in zip(row["unit_ids"], row["doc_ids"]))
+        for rank, (unit, doc) in enumerate(zip(row["unit_ids"], row["doc_ids"]), 1))
     return (f'<ol class="units">{items}</ol>'
             f'<span class="muted">{len(row["unit_ids"])} units, '
             f'{row["context_tokens"]} context tokens</span>')

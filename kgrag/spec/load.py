@@ -544,7 +544,7 @@ def _semantic_problems(data: dict[str, Any], lines: dict[KeyPath, int]) -> Itera
         yield _Problem(
             _line_for(path, lines),
             path,
-            f"only datasets {' and '.join(plain)} take a questions file; "
+            f"only datasets {', '.join(plain[:-1])} and {plain[-1]} take a questions file; "
             f"{corpus['dataset']} brings its own questions",
         )
 

@@ -1,13 +1,21 @@
 """Steps ``answer``: the LLM answers each question from its retrieved context; and
-``answer_from_trace``: the answers a strategy gave while retrieving."""
+``answer_from_trace``: the answers a strategy gave while retrieving.
+
+With ``answer.cite`` the context is the retrieved chunks numbered in rank order, and
+each answer's citations are written beside it (``kgrag.contents.answers``). That needs
+a strategy whose context is exactly its chunks, one after another; a strategy that
+hands the LLM something else (a KG skeleton's triples, HugRAG's modules) is refused
+with a message, its retrieval kept.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from kgrag.answer import answer
-from kgrag.contents.answers import write_answers
+from kgrag.answer import INSUFFICIENT, answer, cited_answer, units_to_cite
+from kgrag.contents.answers import write_answers, write_citations
+from kgrag.contents.chunks import read_chunks
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.pipeline.step import Counts, StepContext, step_kind
@@ -28,6 +36,9 @@ def answer_questions(ctx: StepContext) -> None:
     table = questions.join(retrieved, on="question_id", how="inner")
     table = table.head(answered(ctx.config, Counts(questions=table.height, chunks=None)))
     llm = ctx.models.llm("answerer")
+    if ctx.config.get("cite"):  # absent from specs written before citations
+        _answer_citing(ctx, table, llm)
+        return
     rows = []
     for qid, question, context in ctx.progress(
             zip(table["question_id"], table["question"], table["context"]),
@@ -37,6 +48,35 @@ def answer_questions(ctx: StepContext) -> None:
         rows.append({"question_id": qid, "answer": text, "tokens_in": completion.tokens_in,
                      "tokens_out": completion.tokens_out})
     write_answers(ctx.out_dir, rows)
+
+
+def _answer_citing(ctx: StepContext, table, llm) -> None:
+    """Each question answered from its numbered chunks, with the chunks it cites."""
+    chunks = read_chunks(ctx.input("chunks"), ["chunk_id", "doc_id", "context"])
+    text_of = dict(zip(chunks["chunk_id"], chunks["context"]))
+    doc_of = dict(zip(chunks["chunk_id"], chunks["doc_id"]))
+    rows, citations = [], []
+    for qid, question, units, context in ctx.progress(
+            zip(table["question_id"], table["question"], table["unit_ids"], table["context"]),
+            total=table.height, desc="answer", unit="question"):
+        shown = units_to_cite(units, context, text_of, ctx.step.name.partition(".")[2])
+        cited, completion = cited_answer(llm, shown, question,
+                                         max_tokens=ctx.config["max_tokens"],
+                                         style=ctx.config["prompt"],
+                                         length=ctx.config["length"])
+        rows.append({"question_id": qid, "answer": cited.text,
+                     "tokens_in": completion.tokens_in, "tokens_out": completion.tokens_out})
+        cited_units = [units[n - 1] for n in cited.cited]
+        citations.append({"question_id": qid, "cited_units": cited_units,
+                          "cited_docs": [doc_of[u] for u in cited_units],
+                          "numbers": cited.numbers, "shown": len(units)})
+    write_answers(ctx.out_dir, rows)
+    write_citations(ctx.out_dir, citations)
+    ctx.notes.update(cited=sum(bool(c["cited_units"]) for c in citations),
+                     uncited=sum(not c["cited_units"] for c in citations),
+                     # neither a number in brackets nor the escape: the form did not hold
+                     unparsed=sum(not c["numbers"] and r["answer"] != INSUFFICIENT
+                                  for c, r in zip(citations, rows)))
 
 
 @step_kind("answer_from_trace", "1")

@@ -4,14 +4,20 @@ A unit's context text is ``# <title>`` followed by the chunk text (the chunk tex
 alone with ``chunking.title: false``); it is what
 gets embedded, what fills the budget and what the LLM reads, so its token
 count (``context_tokens``) is the one every budget is charged with.
+
+A documents folder's chunks also say where they came from (``kgrag.corpus.sources``):
+the ``file``, the PDF ``page`` they start on and the one they end on (``page_end``), and
+the ``heading`` of the section they start in. Other corpora's chunks have no such
+columns, so their artefacts are unchanged.
 """
 
 from __future__ import annotations
 
 from kgrag.contents.chunks import write_chunks
 from kgrag.contents.columns import counted
-from kgrag.contents.corpus import read_documents
+from kgrag.contents.corpus import read_documents, read_sections
 from kgrag.corpus import chunk_documents
+from kgrag.corpus.sources import with_sources
 from kgrag.pipeline.step import StepContext, step_kind
 from kgrag.retrieval.units import unit_text
 
@@ -24,5 +30,8 @@ def chunk(ctx: StepContext) -> None:
     chunks = chunks.join(documents.select("doc_id", "title"), on="doc_id", how="left")
     chunks = chunks.with_columns(context=unit_text(ctx.config["title"]))
     chunks = counted(chunks, "context", "context_tokens", tokenizer)
+    sections = read_sections(ctx.input("corpus"))
+    if sections is not None:
+        chunks = with_sources(chunks, sections)
     write_chunks(ctx.out_dir, chunks)
     ctx.notes.update(chunks=chunks.height, tokens=int(chunks["context_tokens"].sum()))

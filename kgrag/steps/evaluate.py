@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from kgrag.contents.answers import read_answers
+from kgrag.contents.answers import read_answers, read_citations
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.corpus import read_questions, read_sentences, read_triples
 from kgrag.contents.entities import read_entities, read_relationships
@@ -61,8 +61,9 @@ def evaluate(ctx: StepContext) -> None:
         retrieved = read_retrieved(ctx.input(f"retrieve.{name}"))
         answers_dir = ctx.inputs.get(f"answer.{name}")
         answers = None if answers_dir is None else read_answers(answers_dir)
+        citations = None if answers_dir is None else read_citations(answers_dir)
         row = strategy_row(name, strategy["strategy"], per_strategy, questions,
-                           retrieved, answers, spans)
+                           retrieved, answers, spans, citations)
         graph = ctx.inputs.get(f"graph.{name}")
         if graph is not None and not sentences.is_empty():
             if graph not in gold_of:

@@ -93,7 +93,8 @@ def test_the_questions_file_is_part_of_the_corpus_fingerprint(project):
 
 @pytest.mark.parametrize("corpus, message", [
     ({"dataset": "musique", "path": "../corpus.jsonl", "questions_file": "../q.jsonl"},
-     ("corpus.questions_file: only datasets jsonl and text take a questions file; musique "
+     ("corpus.questions_file: only datasets jsonl, text and documents take a questions file; "
+     "musique "
      "brings its own questions")),
     ({"dataset": "jsonl", "path": "../corpus.jsonl", "questions_file": "../nothing.jsonl"},
      "corpus.questions_file does not exist: "),

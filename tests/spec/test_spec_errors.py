@@ -112,7 +112,8 @@ def test_unknown_enum_value_suggests_closest(tmp_path: Path) -> None:
     path = write(tmp_path, "name: demo\ncorpus:\n  dataset: musiqe\n  path: x.jsonl\n")
     assert check_spec(path) == [
         (
-            f"{path}:3: corpus.dataset: expected one of musique, hotpotqa, 2wiki, holisqa, kgqa, jsonl, text; "
+            f"{path}:3: corpus.dataset: expected one of musique, hotpotqa, 2wiki, holisqa, kgqa, jsonl, text, "
+            "documents; "
             "got 'musiqe' (did you mean 'musique'?)"
         )
     ]
@@ -155,7 +156,7 @@ def test_missing_required_keys(tmp_path: Path) -> None:
             (
                 "evaluate.metrics[0]: 'accuracy' does not match the required pattern "
                 "^(em|f1|coverage|context_recall|extraction|hit|macro_f1|micro_f1|"
-                "answer_coverage|iterations|recall@[1-9][0-9]*|hit@[1-9][0-9]*)$"
+                "answer_coverage|iterations|citation_precision|citation_recall|cited|recall@[1-9][0-9]*|hit@[1-9][0-9]*)$"
             ),
         ),
     ],
@@ -346,7 +347,8 @@ def test_all_errors_reported_together_sorted_by_line(tmp_path: Path) -> None:
     assert check_spec(path) == [
         f"{path}:2: (top level): unknown key 'modles'; did you mean 'models'?",
         (
-            f"{path}:4: corpus.dataset: expected one of musique, hotpotqa, 2wiki, holisqa, kgqa, jsonl, text; "
+            f"{path}:4: corpus.dataset: expected one of musique, hotpotqa, 2wiki, holisqa, kgqa, jsonl, text, "
+            "documents; "
             "got 'musiqe' (did you mean 'musique'?)"
         ),
         f'{path}:9: query[0].budget_tokens: expected integer ≥ 1 and ≤ 1000000 or a list of them (a sweep), got "lots"',

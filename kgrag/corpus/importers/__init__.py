@@ -13,7 +13,9 @@ HotpotQA, 2Wiki, whose gold facts fill ``Corpus.triples``), ``holisqa`` HolisQA
 (sentence-level gold in ``Corpus.sentences``), and ``kgqa`` question answering over a knowledge graph (the corpus is triples:
 ``Corpus.kg``), ``documents`` the plain
 corpora (``jsonl``, ``text``), which have questions when the spec names a
-``questions_file`` of the user's own.
+``questions_file`` of the user's own, and ``files`` a folder of documents in several
+formats (``documents``: PDF, HTML, Markdown, DOCX, text), converted through a cache
+that ``load_corpus`` is handed.
 """
 
 from __future__ import annotations
@@ -23,24 +25,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgrag.corpus.converted import ConversionCache
 from kgrag.corpus.corpus import Corpus
 from kgrag.corpus.importers.documents import import_jsonl, import_text
+from kgrag.corpus.importers.files import import_documents
 from kgrag.corpus.importers.holisqa import import_holisqa
 from kgrag.corpus.importers.kgqa import import_kgqa
 from kgrag.corpus.importers.multihop import import_2wiki, import_hotpotqa, import_musique
 from kgrag.errors import KgragError
 from kgrag.spec.model import resolve_path
 
-Importer = Callable[[Path, Mapping[str, Any]], Corpus]
-
 
 @dataclass(frozen=True)
 class Dataset:
-    """A dataset shape: its importer, and whether its files carry questions (a
-    benchmark) or only documents, whose questions come from ``corpus.questions_file``."""
+    """A dataset shape: its importer, whether its files carry questions (a
+    benchmark) or only documents, whose questions come from ``corpus.questions_file``,
+    and whether it converts files, so that its importer also takes a ``ConversionCache``."""
 
-    load: Importer
+    load: Callable[..., Corpus]
     questions: bool
+    converts: bool = False
 
 
 IMPORTERS: dict[str, Dataset] = {
@@ -51,15 +55,18 @@ IMPORTERS: dict[str, Dataset] = {
     "kgqa": Dataset(import_kgqa, questions=True),
     "jsonl": Dataset(import_jsonl, questions=False),
     "text": Dataset(import_text, questions=False),
+    "documents": Dataset(import_documents, questions=False, converts=True),
 }
 
 
-def load_corpus(cfg: Mapping[str, Any], base_dir: Path) -> Corpus:
+def load_corpus(cfg: Mapping[str, Any], base_dir: Path,
+                converted: Path | None = None) -> Corpus:
     """Load the corpus described by the spec's ``corpus`` section.
 
     ``cfg`` is already schema-validated with defaults filled; relative paths
     resolve against ``base_dir`` (the spec's folder) so a spec works from any
-    working directory. Every user-facing problem becomes a ``KgragError``.
+    working directory. A ``documents`` folder keeps its files' conversions under
+    ``converted`` (None: none kept). Every user-facing problem becomes a ``KgragError``.
     """
     dataset = cfg["dataset"]
     shape = IMPORTERS.get(dataset)
@@ -74,7 +81,10 @@ def load_corpus(cfg: Mapping[str, Any], base_dir: Path) -> Corpus:
         )
     if "questions_file" in cfg:  # importers read it, relative paths resolved like ``path``
         cfg = {**cfg, "questions_file": resolve_path(cfg["questions_file"], base_dir, base_dir)}
-    corpus = shape.load(path, cfg)
+    if shape.converts and converted is not None:
+        corpus = shape.load(path, cfg, ConversionCache(converted))
+    else:
+        corpus = shape.load(path, cfg)
     if corpus.documents.is_empty():
         raise KgragError(f"empty corpus: {path} holds no documents")
     return corpus

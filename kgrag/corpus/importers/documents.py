@@ -32,6 +32,11 @@ TEXT_SUFFIXES = frozenset({".txt", ".md"})
 _HIDDEN = re.compile(r"(^|/)\.")
 
 
+def hidden(relative: str) -> bool:
+    """Whether a path relative to a corpus folder is hidden (a dot file or folder)."""
+    return bool(_HIDDEN.search(relative))
+
+
 def plain_corpus(items: Iterable[tuple[str | None, str, str]], cfg: Mapping[str, Any],
                  dataset: str, id_hint: str) -> Corpus:
     """Build a corpus from (user's document id or None, title, text) items, with the
@@ -146,7 +151,7 @@ def import_text(path: Path, cfg: Mapping[str, Any]) -> Corpus:
         ),
         key=lambda relative: relative.as_posix(),
     )
-    visible = (relative for relative in files if not _HIDDEN.search(relative.as_posix()))
+    visible = (relative for relative in files if not hidden(relative.as_posix()))
     return plain_corpus(
         ((relative.as_posix(), relative.as_posix(), _read_text(path / relative))
          for relative in visible),

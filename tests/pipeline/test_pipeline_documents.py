@@ -1,0 +1,144 @@
+"""A documents folder (a PDF, an HTML page, a DOCX file made here) run end to end: its
+chunks keep their sources, answers cite numbered chunks, the citation metrics score
+them against the supporting documents, and ``kgrag query`` resolves each citation."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from kgrag import api
+from kgrag.cli import main
+from kgrag.contents.answers import read_citations
+from kgrag.contents.chunks import read_chunks
+from tests.conftest import write_spec
+from tests.corpus.test_corpus_documents import docx_bytes, pdf_bytes
+from tests.standin import RuleLLM, open_with, run_with
+
+QUESTIONS = [
+    {"id": "q1", "question": "In which city is the Louvre?", "answers": ["Paris"],
+     "supporting": ["louvre.pdf"]},
+    {"id": "q2", "question": "In which country is the Prado?", "answers": ["Spain"],
+     "supporting": ["prado.html"]},
+    {"id": "q3", "question": "Which river flows past the Uffizi?", "answers": ["Arno"],
+     "supporting": ["uffizi.docx"]},
+]
+
+
+def documents_spec(project: Path, **answer) -> Path:
+    folder = project / "museums"
+    folder.mkdir()
+    (folder / "louvre.pdf").write_bytes(pdf_bytes(
+        ["The Louvre is a museum in Paris.", "It opened in 1793."], title="Louvre"))
+    (folder / "prado.html").write_text("<title>Prado</title><h1>Madrid</h1>"
+                                       "<p>The Prado is a museum in Madrid, Spain.</p>")
+    (folder / "uffizi.docx").write_bytes(docx_bytes(
+        [("Florence", ["The Uffizi is a gallery in Florence, by the Arno."])]))
+    (folder / "notes.odt").write_bytes(b"an unsupported file")
+    (project / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    return write_spec(
+        project, corpus={"dataset": "documents", "path": "../museums",
+                         "questions_file": "../questions.jsonl"},
+        chunking={"size": 16, "overlap": 4},
+        query=[{"name": "dense", "strategy": "naive", "budget_tokens": 60}],
+        answer=answer,
+        evaluate={"metrics": ["recall@2", "cited", "citation_precision", "citation_recall"]})
+
+
+def test_answers_cite_numbered_chunks_and_are_scored(project):
+    spec = documents_spec(project, cite=True)
+    steps, rows, _ = run_with(spec, RuleLLM())
+    notes = steps["corpus"]["notes"]
+    assert {k: notes[k] for k in ("files", "converted", "cached", "skipped",
+                                  "skipped_unsupported")} == {
+        "files": 4, "converted": 3, "cached": 0, "skipped": 1, "skipped_unsupported": 1}
+    session = api.open_session(spec)
+    chunks = read_chunks(session.artefact("chunks"))
+    louvre = chunks.filter(pl.col("file") == "louvre.pdf")
+    assert louvre["page"].to_list()[0] == 1 and louvre["page_end"].to_list()[-1] == 2
+    assert chunks.filter(pl.col("file") == "prado.html")["heading"].to_list() == ["Madrid"]
+    assert {k: steps["answer.dense"]["notes"][k] for k in ("cited", "uncited", "unparsed")} == {
+        "cited": 3, "uncited": 0, "unparsed": 0}
+    citations = read_citations(session.artefact("answer.dense"))
+    assert citations.height == 3 and all(citations["cited_units"].list.len() > 0)
+    row = rows["dense"]
+    assert row["cited"] == 1.0
+    assert 0 < row["citation_precision"] <= 1 and 0 < row["citation_recall"] <= 1
+    # the stand-in cites the chunks naming the question's words: every supporting one
+    assert row["citation_recall"] == 1.0
+
+
+@pytest.mark.parametrize("reply, unparsed", [("[9] Paris", 0), ("Paris", 3)])
+def test_answers_without_a_valid_citation_are_counted_not_errors(project, monkeypatch, reply,
+                                                                 unparsed):
+    monkeypatch.setattr(RuleLLM, "citing", staticmethod(lambda prompt: reply))
+    steps, rows, _ = run_with(documents_spec(project, cite=True), RuleLLM())
+    row = rows["dense"]
+    assert (row["n_answered"], row["cited"], row["citation_recall"]) == (3, 0.0, 0.0)
+    assert row["citation_precision"] is None  # no answer cites: no precision to average
+    notes = steps["answer.dense"]["notes"]
+    assert (notes["uncited"], notes["unparsed"]) == (3, unparsed)
+
+
+def test_without_cite_the_citation_metrics_are_not_reported(project):
+    spec = documents_spec(project)
+    _, rows, _ = run_with(spec, RuleLLM())
+    assert rows["dense"]["cited"] is None and rows["dense"]["citation_precision"] is None
+    assert read_citations(api.open_session(spec).artefact("answer.dense")) is None
+    assert "cite" not in api.open_session(spec).plan.by_name()["answer.dense"].config
+
+
+def test_query_resolves_each_citation_to_title_file_and_page(project, monkeypatch, capsys):
+    spec = documents_spec(project, cite=True)
+    session = open_with(spec, RuleLLM())
+    monkeypatch.setattr(api, "open_session", lambda path: session)
+    assert main(["query", str(spec), "In which city is the Louvre?"]) == 0
+    out = capsys.readouterr().out
+    assert "Louvre  (louvre.pdf, pp. 1-2)" in out  # a unit and where it came from
+    answer = next(line for line in out.splitlines() if line.startswith("answer: "))
+    assert answer.startswith("answer: An answer from the evidence [")
+    cited = out.split(answer, 1)[1].strip().splitlines()
+    assert cited and cited[0].startswith("[1] Louvre, louvre.pdf, pp. 1-2")
+
+
+@pytest.mark.parametrize("reply, cited, numbers", [
+    ("[2][1] Paris", [2, 1], [2, 1]),
+    (" [3] [1] Paris.", [3, 1], [3, 1]),
+    ("Paris [2][1]", [2, 1], [2, 1]),
+    ("Paris [1] [1].", [1], [1, 1]),
+    ("Paris [7]", [], [7]),
+    ("Paris", [], []),
+    ("Insufficient information.", [], []),
+])
+def test_a_reply_without_a_valid_citation_is_counted_not_an_error(reply, cited, numbers):
+    from kgrag.answer import parse_citations
+
+    parsed = parse_citations(reply, 3)
+    assert (parsed.cited, parsed.numbers) == (cited, numbers)
+    assert parsed.text in ("Paris", "Insufficient information.")
+
+
+def test_the_report_links_each_citation_to_its_unit(project):
+    from kgrag.report.page import write_report
+
+    spec = documents_spec(project, cite=True)
+    run_with(spec, RuleLLM())
+    page = write_report(api.open_session(spec).run_dir).read_text()
+    links = re.findall(r'<a href="#(q\d+-s0-\d+)">\[(\d+)\]</a>', page)
+    assert len(links) >= 3  # every question's answer cites at least one unit
+    for target, number in links:
+        assert target.endswith(f"-{number}") and f"<li id={target}" in page
+
+
+def test_the_citation_grammar_compiles_and_admits_only_numbers_shown():
+    from llama_cpp import LlamaGrammar
+
+    from kgrag.answer import citation_grammar
+
+    for length in ("short", "long"):
+        LlamaGrammar.from_string(citation_grammar(12, length), verbose=False)
+    assert '"[" ("3" | "2" | "1") "]"' in citation_grammar(3, "short")
