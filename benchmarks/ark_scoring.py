@@ -132,6 +132,7 @@ def main(argv: list[str]) -> None:
     fast = LlamaCppBackend(settings)
     reference.logprob(requests[0])  # both models loaded before timing
     fast.logprobs(requests[:1])
+    fast._scoring.tokens_evaluated = 0
     old_times, new_times, old, new = [], [], [], []
     for _ in range(args.rounds):  # question by question, the two paths in turn
         old, new, old_s, new_s = [], [], 0.0, 0.0
@@ -147,6 +148,8 @@ def main(argv: list[str]) -> None:
     old_s, new_s = statistics.median(old_times), statistics.median(new_times)
     print(f"\nseconds per pair (median of {args.rounds} rounds): reference {old_s:.4f}, "
           f"fast {new_s:.4f}, ratio {old_s / new_s:.2f}x")
+    print(f"tokens evaluated per pair by the fast path: "
+          f"{fast._scoring.tokens_evaluated / (pairs * args.rounds):.1f}")
     print(f"max |score difference| over {len(requests)} requests: "
           f"{max(abs(a - b) for a, b in zip(old, new)):.2e}")
 

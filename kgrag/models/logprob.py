@@ -56,6 +56,7 @@ class PrefixScorer:
         self.llama = llama
         self.fit_threads = fit_threads
         self._evaluated: list[int] = []  # the tokens the context holds, in order
+        self.tokens_evaluated = 0  # what the prefix sharing left to evaluate (benchmarks)
 
     def tokens(self, request: dict[str, Any]) -> tuple[list[int], list[int]]:
         """The context's tokens (with BOS) and the target's."""
@@ -108,6 +109,7 @@ class PrefixScorer:
             if llama_cpp.llama_decode(ctx, batch) != 0:
                 raise KgragError("llama.cpp could not evaluate a prompt to score")
             self._evaluated += tokens[start:end]
+            self.tokens_evaluated += end - start
             for j, position in enumerate(range(start, end)):
                 if position >= first_logit:
                     row = llama_cpp.llama_get_logits_ith(ctx, j)
