@@ -42,6 +42,9 @@ class RuleLLM:
         self.augment_parse, self.refine_parse = augment_parse, refine_parse
         self.plan, self.subqueries = plan, subqueries
 
+    def logprobs(self, requests: list[dict]) -> list[dict]:
+        return [self.logprob(r) for r in requests]
+
     def logprob(self, request: dict) -> dict:
         """ARK's alignment scores: the share of the target's words the context holds,
         less one, so a unit that states the answer scores above one that does not."""

@@ -144,8 +144,8 @@ class RemoteBackend:
     def generate(self, request: dict[str, Any]) -> Completion:
         return self.pool().call("generate", request)
 
-    def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
-        return self.pool().call("logprob", request)
+    def logprobs(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self.pool().call("logprobs", requests)
 
 
 class ActorPool:
@@ -159,7 +159,7 @@ class ActorPool:
             self._idle.put(worker.remote(settings, backend))
 
     def call(self, method: str, request: dict[str, Any]) -> Any:
-        """The backend ``method`` (generate, logprob) of an idle actor on ``request``."""
+        """The backend ``method`` (generate, logprobs) of an idle actor on ``request``."""
         actor = self._idle.get()
         try:
             return self.ray.get(getattr(actor, method).remote(request))
@@ -183,9 +183,9 @@ class ModelWorker:
         self._verify()
         return self.backend.generate(request)
 
-    def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
+    def logprobs(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         self._verify()
-        return self.backend.logprob(request)
+        return self.backend.logprobs(requests)
 
     def _verify(self) -> None:
         if not self._verified:  # a node's model file must be the one the cache keys name

@@ -24,6 +24,8 @@ import psutil
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.greedy_grammar import GreedyGrammar
+from kgrag.models.logprob import BATCH as SCORER_BATCH
+from kgrag.models.logprob import PrefixScorer
 from kgrag.models.usage import Usage
 
 if TYPE_CHECKING:
@@ -97,8 +99,6 @@ def thread_count(asked: int | None) -> int:
 # alone: llama-cpp-python reuses any common prefix, and the differently split batch that
 # follows changed greedy answers (2 of 30 quickstart prompts).
 PROMPT_BLOCK = 64
-# The smallest context of the log-probability scorer (``LlamaCppBackend.logprob``).
-SCORER_CTX = 1024
 # Cores that others keep this busy still count as free: background noise must not halve
 # llama.cpp's threads, while a test suite or a second run (a whole core) must.
 FREE_CORE_SLACK = 0.25
@@ -199,7 +199,7 @@ class LlamaCppBackend:
         self.settings = settings
         self.greedy_first = greedy_first
         self._llama: Any = None
-        self._scoring: Any = None  # the instance that keeps all logits, for ``logprob``
+        self._scoring: PrefixScorer | None = None  # its own context, for ``logprobs``
         self._threads = thread_count(settings.n_threads)
         self._share = None if settings.n_threads else CpuShare(self._threads)
 
@@ -263,49 +263,21 @@ class LlamaCppBackend:
         return Completion(text=text, tokens_in=int(usage["prompt_tokens"]),
                           tokens_out=int(usage["completion_tokens"]), cached=False)
 
-    def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The mean log-probability of ``request["target"]`` after ``request["context"]``
-        (teacher forcing: one forward pass, log-softmax at each target position), from a
-        second instance of the model that keeps every position's logits."""
-        import numpy as np
-
-        vocab = self._scorer(0)  # its tokenizer; then it is sized to what it scores
-        context = vocab.tokenize(request["context"].encode(), add_bos=True, special=False)
-        target = vocab.tokenize(request["target"].encode(), add_bos=False, special=False)
-        if not target:
-            raise KgragError("log-probability of an empty target")
-        tokens = context + target
-        if len(tokens) > self.settings.n_ctx:
-            raise KgragError(f"{self.settings.path.name}: {len(tokens)} tokens to score exceed "
-                             f"n_ctx {self.settings.n_ctx}; raise models.llm.n_ctx")
-        scorer = self._scorer(len(tokens))
-        self._fit_threads(scorer)
-        # forward and backward scores of a unit share its evaluation
-        scorer.n_tokens = block_prefix(scorer.input_ids[:scorer.n_tokens], tokens, PROMPT_BLOCK)
-        scorer.eval(tokens[scorer.n_tokens:])
-        logits = np.asarray(scorer.scores[len(context) - 1:len(tokens) - 1], dtype=np.float64)
-        peak = logits.max(axis=1, keepdims=True)
-        log_norm = peak[:, 0] + np.log(np.exp(logits - peak).sum(axis=1))
-        picked = logits[np.arange(len(target)), target]
-        return {"mean": float(np.mean(picked - log_norm)), "tokens": len(tokens),
-                "target_tokens": len(target)}
-
-    def _scorer(self, needed: int) -> Any:
-        """The scoring instance, its context the smallest power of two (at least
-        ``SCORER_CTX``) that holds ``needed`` tokens: it keeps n_ctx × vocabulary logits,
-        8.6 GB for Gemma 3's 262k-token vocabulary at the full 8192."""
-        size = max(SCORER_CTX, 1 << (needed - 1).bit_length())
-        if self._scoring is None or self._scoring.n_ctx() < size:
+    def logprobs(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The mean log-probability of each ``request["target"]`` after its
+        ``request["context"]`` (teacher forcing, log-softmax at each target position),
+        from a second instance of the model that evaluates each shared prefix once
+        (``PrefixScorer``)."""
+        if self._scoring is None:
             s = self.settings
-            self._scoring = None
             try:
-                self._scoring = _aligned_llama()(
-                    model_path=str(s.path), n_ctx=min(size, s.n_ctx), n_batch=PROMPT_BLOCK,
-                    n_threads=self._threads, n_gpu_layers=s.n_gpu_layers,
-                    logits_all=True, verbose=False)
+                llama = _aligned_llama()(
+                    model_path=str(s.path), n_ctx=s.n_ctx, n_batch=SCORER_BATCH,
+                    n_threads=self._threads, n_gpu_layers=s.n_gpu_layers, verbose=False)
             except (ValueError, RuntimeError) as exc:
                 raise KgragError(f"llama.cpp could not load {s.path}: {exc}") from exc
-        return self._scoring
+            self._scoring = PrefixScorer(llama, self._fit_threads)
+        return self._scoring.score(requests)
 
 
 class InvalidOutput(Exception):
@@ -383,21 +355,27 @@ class CachedLLM:
         value, error = _checked(completion.text, validate)
         return completion, value, error
 
-    def logprob(self, context: str, target: str) -> float:
-        """The mean log-probability per token of ``target`` continuing ``context`` (ARK's
-        alignment scores), cached like every call; its tokens count as tokens in."""
-        request = {"model_sha256": self.settings.sha256, "logprob": 1, "context": context,
-                   "target": target}
-        payload, computed = self.cache.get_or_compute(request_key("llm", request),
-                                                      self.settings.name,
-                                                      lambda: self.backend.logprob(request))
+    def logprobs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """The mean log-probability per token of each ``target`` continuing its
+        ``context`` (ARK's alignment scores), each cached like every call (its tokens
+        count as tokens in). The pairs the cache lacks go to the backend together, so
+        the prompts that open alike (a unit's forward and backward prompts) share their
+        evaluation."""
+        asked = [request_key("llm", {"model_sha256": self.settings.sha256, "logprob": 1,
+                                     "context": context, "target": target})
+                 for context, target in pairs]
+        requests = {key: {"model_sha256": self.settings.sha256, "logprob": 1,
+                          "context": c, "target": t} for key, (c, t) in zip(asked, pairs)}
+        keys = list(requests)  # distinct
+        payloads, computed = self.cache.get_or_compute_many(
+            keys, self.settings.name,
+            lambda todo: self.backend.logprobs([requests[keys[i]] for i in todo]))
         with self._counting:
-            if computed:
-                self.usage.calls += 1
-            else:
-                self.usage.cache_hits += 1
-            self.usage.tokens_in += payload["tokens"]
-        return payload["mean"]
+            self.usage.calls += sum(computed)
+            self.usage.cache_hits += len(keys) - sum(computed)
+            self.usage.tokens_in += sum(p["tokens"] for p in payloads)
+        mean = {key: p["mean"] for key, p in zip(keys, payloads)}
+        return [mean[key] for key in asked]
 
     def chat(self, messages: list[Message], *, max_tokens: int, stop: list[str] | None = None,
              grammar: str | None = None) -> Completion:

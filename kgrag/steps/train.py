@@ -25,7 +25,8 @@ from kgrag.graphs.names import match_form
 from kgrag.models.llm import InvalidOutput
 from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.training import augmentation
-from kgrag.training.alignment import score_units
+from kgrag.training.alignment import gold_units, score_units
+from kgrag.training.ark import GOLD
 from kgrag.training.curriculum import Example, Settings, train
 from kgrag.training.split import training_questions
 
@@ -62,6 +63,8 @@ def alignment_calls(config: dict[str, Any], counts: Counts) -> int | None:
     """Up to two log-probability calls per candidate of each training question (one
     fewer per term of weight 0)."""
     n = _questions_done(config, counts, "max_questions")
+    if config["positives"] == GOLD:
+        return 0
     terms = bool(config["weights"]["forward"]) + bool(config["weights"]["backward"])
     return None if n is None else n * config["candidates"] * terms
 
@@ -69,14 +72,28 @@ def alignment_calls(config: dict[str, Any], counts: Counts) -> int | None:
 @step_kind("ark_align", "1", max_llm_calls=alignment_calls)
 def ark_align(ctx: StepContext) -> None:
     """Candidates, alignment scores and positives of every training question. A question
-    whose answer occurs in none of its candidates has no positive: skipped, counted."""
+    whose answer occurs in none of its candidates has no positive: skipped, counted. The
+    oracle (``positives: gold``) takes the candidates from the supporting documents as
+    positives and scores nothing; it skips the same questions, so both rows train on one
+    question set, and also a question without supporting documents (counted)."""
     cfg = ctx.config
+    gold = cfg["positives"] == GOLD
     questions = training_set(ctx)
+    unlabelled = 0
+    if gold:
+        labelled = questions.filter(pl.col("supporting_doc_ids").list.len() > 0)
+        if labelled.is_empty():
+            raise KgragError(f"{ctx.step.name}: positives: gold needs the training "
+                             f"questions' supporting documents, and none of the "
+                             f"{questions.height} has any (a questions_file without "
+                             "'supporting'?); give a number of positives instead")
+        unlabelled, questions = questions.height - labelled.height, labelled
     chunks = read_chunks(ctx.input("chunks"), ["chunk_id", "doc_id", "context"])
     embedder = ctx.models.embedder_of(cfg["base"])
     units = embedder.encode(chunks["context"].to_list())
     asked = embedder.encode(questions["question"].to_list())
     ids, texts = chunks["chunk_id"].to_list(), chunks["context"].to_list()
+    docs = chunks["doc_id"].to_list()
     by_doc: dict[str, list[int]] = {}
     for i, doc in enumerate(chunks["doc_id"]):
         by_doc.setdefault(doc, []).append(i)
@@ -96,16 +113,24 @@ def ark_align(ctx: StepContext) -> None:
         answers = record["answers"]
         if not any(_contains_answer(texts[i], answers) for i in picked):
             return None
-        scored = score_units(llm, record["question"], answers[0], [ids[i] for i in picked],
-                             [texts[i] for i in picked], cosines[picked], cfg["weights"])
-        positive = set(scored.positives(cfg["positives"]))
+        if gold:
+            supporting = [docs[i] in record["supporting_doc_ids"] for i in picked]
+            scored = gold_units([ids[i] for i in picked], cosines[picked], supporting)
+            positive = set(scored.positives(sum(supporting)))
+        else:
+            scored = score_units(llm, record["question"], answers[0], [ids[i] for i in picked],
+                                 [texts[i] for i in picked], cosines[picked], cfg["weights"])
+            positive = set(scored.positives(cfg["positives"]))
         return [{"question_id": record["question_id"], "chunk_id": unit,
                  **{t: float(v[j]) for t, v in scored.raw.items()},  # a 0-weight term: null
                  "score": float(scored.combined[j]), "positive": unit in positive}
                 for j, unit in enumerate(scored.unit_ids)]
 
-    aligned = ctx.map_calls("scorer", align, list(zip(questions.iter_rows(named=True), asked)),
-                            desc="align", unit="question")
+    items = list(zip(questions.iter_rows(named=True), asked))
+    aligned = ([align(None, item) for item in ctx.progress(items, total=len(items),
+                                                          desc="align", unit="question")]
+               if gold else ctx.map_calls("scorer", align, items, desc="align",
+                                          unit="question"))
     no_answer = [qid for qid, got in zip(questions["question_id"], aligned) if got is None]
     rows = [row for got in aligned if got is not None for row in got]
     if not rows:
@@ -113,7 +138,8 @@ def ark_align(ctx: StepContext) -> None:
                          f"candidate unit ({len(no_answer)} skipped); nothing to train on")
     write_alignment(ctx.out_dir, rows)
     ctx.notes.update(questions=questions.height - len(no_answer), scored_units=len(rows),
-                     skipped_no_answer=len(no_answer))
+                     skipped_no_answer=len(no_answer),
+                     **({"skipped_no_supporting": unlabelled} if gold else {}))
 
 
 def augmentation_calls(config: dict[str, Any], counts: Counts) -> int | None:

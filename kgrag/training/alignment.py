@@ -58,9 +58,19 @@ def score_units(llm, question: str, answer: str, unit_ids: list[str], texts: lis
     prompts = {"forward": lambda t: (FORWARD.format(unit=t, question=question), " " + answer),
                "backward": lambda t: (BACKWARD.format(unit=t, answer=answer), " " + question)}
     terms = [term for term in prompts if weights[term]]
-    scores = [[llm.logprob(*prompts[term](t)) for term in terms] for t in texts]  # unit-wise
-    raw: dict[str, np.ndarray] = {term: np.array([row[k] for row in scores])
+    # one batch: the prompts of a unit share its evaluation
+    scores = llm.logprobs([prompts[term](t) for term in terms for t in texts])
+    raw: dict[str, np.ndarray] = {term: np.array(scores[k * len(texts):(k + 1) * len(texts)])
                                   for k, term in enumerate(terms)}
     raw["parameter"] = np.asarray(cosines, dtype=np.float64)
     combined = sum(weights[term] * minmax(values) for term, values in raw.items())
     return Scored(unit_ids, raw, np.asarray(combined, dtype=np.float64))
+
+
+def gold_units(unit_ids: list[str], cosines: np.ndarray, supporting: list[bool]) -> Scored:
+    """The oracle's scores (``positives: gold``): a unit from a supporting document ranks
+    above every other, the base cosine orders each side; no LLM term. Its positives are
+    the supporting units, ``positives(sum(supporting))``."""
+    raw = {"parameter": np.asarray(cosines, dtype=np.float64)}
+    combined = np.asarray(supporting, dtype=np.float64) + minmax(raw["parameter"]) / 2
+    return Scored(unit_ids, raw, combined)

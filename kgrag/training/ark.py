@@ -4,7 +4,9 @@ One training entry compiles to these steps (each fingerprinted, so a warm rerun 
 nothing and a changed parameter reruns only what depends on it):
 
 ``align.<name>``    the split, each training question's candidate units, the three
-                    alignment scores and the top-M positives (``alignment``);
+                    alignment scores and the top-M positives (``alignment``), or, for
+                    the oracle row ``positives: gold``, the candidates from its
+                    supporting documents;
 ``augment.<name>``  confusing questions from PPR subgraphs of the shared extraction
                     (``augmentation``), over ``extract.<name>``, the extraction on every
                     chunk (stages 2 and 3 only);
@@ -30,6 +32,7 @@ NUMBER = {"type": "number", "minimum": 0}
 WINDOW = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2,
           "maxItems": 2}
 PER_STAGE = {"type": "array", "minItems": 3, "maxItems": 3}
+GOLD = "gold"  # ``positives``: the supporting documents' chunks, not the scorer's top M
 
 
 def _add(plan: Plan, name: str, kind: str, config: Config, inputs: dict[str, str]):
@@ -44,9 +47,12 @@ def _add(plan: Plan, name: str, kind: str, config: Config, inputs: dict[str, str
 def build(plan: Plan, name: str, cfg: Config, env) -> str:
     """Add one ARK entry's steps; return the step that holds its final model."""
     base = env.base_embedder(cfg["base"])
+    # the oracle row scores nothing: no scorer, no weights in its fingerprint
+    scoring = ({} if cfg["positives"] == GOLD else
+               {"scorer": env.scorer, "weights": cfg["weights"]})
     align = _add(plan, step_name("align", name), "ark_align", {
-        "base": base, "scorer": env.scorer, "split": split_of(cfg),
-        **{k: cfg[k] for k in ("max_questions", "candidates", "positives", "weights")}},
+        "base": base, "split": split_of(cfg), **scoring,
+        **{k: cfg[k] for k in ("max_questions", "candidates", "positives")}},
         {"corpus": "corpus", "chunks": "chunks"})
     training = {"base": base, "seed": cfg["seed"], "temperature": cfg["temperature"],
                 "batch_size": cfg["batch_size"], "max_seq_length": cfg["max_seq_length"]}
@@ -90,8 +96,11 @@ DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine
     Param("candidates", {"type": "integer", "minimum": 1},
           "units scored per question: the chunks of its supporting documents, then the "
           "base embedder's nearest chunks up to this many.", default=20),
-    Param("positives", {"type": "integer", "minimum": 1},
-          "M, the top units by alignment score that are a question's positives.", default=10),
+    Param("positives", {"oneOf": [{"type": "integer", "minimum": 1}, {"const": GOLD}]},
+          "M, the top units by alignment score that are a question's positives; 'gold': "
+          "the oracle row, whose positives are the candidates from the question's "
+          "supporting documents (no LLM scoring; the curriculum is unchanged), so its gap "
+          "to the scored row is the scorer's share.", default=10),
     Param("weights", {"type": "object", "additionalProperties": False,
                       "required": ["forward", "backward", "parameter"],
                       "properties": {t: NUMBER for t in ("forward", "backward", "parameter")}},
