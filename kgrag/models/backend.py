@@ -5,6 +5,7 @@ executors never ask which one computes a cache miss."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ class LLMBackend(Protocol):
         ``messages``, a plain text completion when it carries ``prompt``; constrained by
         its ``json_schema`` or ``grammar`` when one is set."""
 
-    def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
-        """``{"mean", "tokens", "target_tokens"}``: the mean log-probability per token of
-        ``request["target"]`` continuing ``request["context"]``."""
+    def logprobs(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Per request, ``{"mean", "tokens", "target_tokens"}``: the mean log-probability
+        per token of ``request["target"]`` continuing ``request["context"]``; requests
+        that open alike may share their evaluation."""

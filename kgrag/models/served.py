@@ -36,7 +36,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,7 +240,7 @@ class ServerBackend:
                     raise self._refused(path, exc) from None
                 self._refused_fields.update(named)
 
-    def logprob(self, request: dict[str, Any]) -> dict[str, Any]:
+    def logprobs(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """Refused (``no_scoring``): no server kgrag can check returns teacher-forced
         log-probabilities of a prompt."""
         raise no_scoring(self.model, self.where)

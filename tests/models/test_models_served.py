@@ -128,7 +128,7 @@ def test_an_invalid_reply_is_retried_and_never_returned(server, cache):
 def test_log_probability_scoring_is_refused_before_any_request(server, cache, project):
     llm = served_llm(cache, server)
     with pytest.raises(KgragError, match="cannot go through a server"):
-        llm.logprob("The capital of France is", " Paris")
+        llm.logprobs([("The capital of France is", " Paris")])
     models = api.open_session(served_spec(project, "scoring", server)).models
     with pytest.raises(KgragError, match="models.llm is the model served at .* scoring"):
         models.llm("scorer")  # what the scoring step asks for before it scores anything
