@@ -70,7 +70,7 @@ def test_int8_backends_stay_near_torchs_vectors(settings, shared, reference, nam
     vectors = CachedEmbedder(with_backend(settings, name), shared).encode(texts)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     cosines = (vectors * expected).sum(axis=1)
-    assert cosines.min() > 0.8 and np.median(cosines) > 0.97
+    assert cosines.min() > 0.85 and np.median(cosines) > 0.9  # unrelated texts: ~0.1-0.5
     assert not np.allclose(vectors, expected, atol=1e-4)  # quantised: not the fp32 vectors
 
 
