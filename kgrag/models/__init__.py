@@ -11,6 +11,7 @@ from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder, EmbedderSettings
+from kgrag.models.embed_backends import TORCH, backend, identity
 from kgrag.models.executor import Executor, LocalExecutor, ThreadedExecutor
 from kgrag.models.llm import CachedLLM, LLMSettings
 from kgrag.models.pipelines import ResolvedPipeline, resolve_pipeline
@@ -42,6 +43,9 @@ class Models:
     may name one: its model is the entry's final training step, whose fingerprint is
     its identity (``bind``, when the plan is compiled) and whose tokenizer is its
     base's, so chunks, which training reads, do not depend on the training.
+
+    ``models.embedder.backend`` runs every embedder of the spec; it joins each one's
+    identity (``identity``), what steps' configs record and ``embedder_of`` finds.
     """
 
     def __init__(self, config: Mapping[str, Any], cache: CallCache, base_dir: Path,
@@ -54,12 +58,15 @@ class Models:
         self.cache = cache
         self.executor = executor or LocalExecutor()
         self._base_dir = base_dir
+        # checked first: a runtime that is not installed fails before any work
+        self.backend = backend(config["embedder"].get("backend", TORCH)).name
         self._bases = {name: resolve_embedder(base, base_dir)
                        for name, base in (trained or {}).items()}
         self._trained: dict[str, ResolvedModel] = {}  # entry name → its model, once bound
         # every embedder named so far (the spec's, strategies', bases, every trained
         # stage), by identity: what steps' configs record and ``embedder_of`` finds
-        self._known: dict[str, ResolvedModel] = {m.sha256: m for m in self._bases.values()}
+        self._known: dict[str, ResolvedModel] = {self.identity(m): m
+                                                 for m in self._bases.values()}
         llm = resolve_llm_entry(config["llm"], base_dir, "models.llm")
         self._entries: dict[str, ResolvedModel] = {
             "llm": llm,
@@ -94,23 +101,28 @@ class Models:
             if not self._bases:
                 raise
             raise KgragError(f"{exc}, nor a training entry ({', '.join(self._bases)})") from None
-        self._known[model.sha256] = model
+        self._known[self.identity(model)] = model
         return model
+
+    def identity(self, model: ResolvedModel) -> str:
+        """What names ``model``'s vectors under this spec's backend: its sha256 under
+        ``torch``, else a hash of both (``kgrag.models.embed_backends.identity``)."""
+        return identity(model.sha256, self.backend)
 
     def bind(self, name: str, stages: Sequence[tuple[Path, str]]) -> None:
         """Training entry ``name``'s models, each stage's (the folder its step writes,
         identified by that step's fingerprint); the last is the entry's."""
         models = [ResolvedModel(name, "embedder", folder, fingerprint, False)
                   for folder, fingerprint in stages]
-        self._known |= {m.sha256: m for m in models}
+        self._known |= {self.identity(m): m for m in models}
         self._trained[name] = models[-1]
 
-    def embedder_of(self, sha256: str) -> CachedEmbedder:
+    def embedder_of(self, named: str) -> CachedEmbedder:
         """The cached embedder of a model this spec names (the embedder, a training
         entry's base or trained model), by identity: what a step's config records."""
-        if sha256 in self._known:
-            return self.embedder_for(self._known[sha256])
-        raise KgragError(f"no embedder of this spec has identity {sha256[:12]}")
+        if named in self._known:
+            return self.embedder_for(self._known[named])
+        raise KgragError(f"no embedder of this spec has identity {named[:12]}")
 
     def tokenizer_model(self) -> ResolvedModel:
         """Whose tokenizer defines a token: the embedder's, or a trained one's base's."""
@@ -121,7 +133,8 @@ class Models:
         if model.sha256 not in self._embedders:
             settings = EmbedderSettings(name=model.name if model.bundled else model.path.name,
                                         path=model.path, sha256=model.sha256,
-                                        batch_size=self.config["embedder"]["batch_size"])
+                                        batch_size=self.config["embedder"]["batch_size"],
+                                        backend=self.backend)
             self._embedders[model.sha256] = CachedEmbedder(settings, self.cache,
                                                            self._embed_backend)
         return self._embedders[model.sha256]
@@ -189,7 +202,8 @@ class Models:
         for name, role in {"llm": "answerer", "extraction_llm": "extractor",
                            "embedder": "embedder"}.items():
             m = self.model(role)
-            if m.sha256 in identities and (name != "extraction_llm" or m.sha256 != llm.sha256):
+            named_by = self.identity(m) if role == "embedder" else m.sha256
+            if named_by in identities and (name != "extraction_llm" or m.sha256 != llm.sha256):
                 described[name] = {"name": m.name, "sha256": m.sha256} | (
                     {"server": m.url} if isinstance(m, ServedModel) else {"path": str(m.path)})
         if self.pipeline is not None and self.pipeline.identity() in named:

@@ -1,4 +1,5 @@
-"""The embedder interface: sentence-transformers, cached per text on disk."""
+"""The embedder interface: sentence-transformers or an exported copy of its model on an
+optimised runtime (``kgrag.models.embed_backends``), cached per text on disk."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
+from kgrag.models.embed_backends import TORCH, backend
 from kgrag.models.usage import Usage
 from kgrag.progress import Progress
 
@@ -24,6 +26,7 @@ class EmbedderSettings:
     path: Path
     sha256: str
     batch_size: int = 64
+    backend: str = TORCH  # a name in ``BACKENDS``
 
 
 class SentenceTransformerBackend:
@@ -59,12 +62,15 @@ class CachedEmbedder:
     def __init__(self, settings: EmbedderSettings, cache: CallCache, backend: Any = None) -> None:
         self.settings = settings
         self.cache = cache
-        self.backend = backend if backend is not None else SentenceTransformerBackend(settings)
+        self.backend = backend if backend is not None else runner(settings, cache)
         self.usage = Usage()
 
     def _key(self, text: str) -> str:
+        # the backend only where it is not torch: the keys made before backends existed
+        # are torch's, and keep their vectors
+        chosen = {} if self.settings.backend == TORCH else {"backend": self.settings.backend}
         return request_key("embed", {"model_sha256": self.settings.sha256, "normalize": True,
-                                     "text": text})
+                                     "text": text, **chosen})
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Vectors for ``texts`` in order, a batch of ``batch_size`` texts at a time.
@@ -103,3 +109,15 @@ class CachedEmbedder:
         self.usage.calls += sum(computed)
         self.usage.cache_hits += len(texts) - sum(computed)
         return [np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32) for f in found]
+
+
+def runner(settings: EmbedderSettings, cache: CallCache) -> Any:
+    """What computes ``settings``' vectors: sentence-transformers, or the exported model
+    on its runtime, exported into the cache folder (beside the vectors it makes)."""
+    chosen = backend(settings.backend)
+    if chosen.name == TORCH:
+        return SentenceTransformerBackend(settings)
+    from kgrag.models.embed_runtime import ExportedBackend, calibration_texts
+
+    return ExportedBackend(settings.path, settings.sha256, chosen,
+                           cache.directory / "exported-embedders", calibration_texts)

@@ -105,11 +105,11 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     if reads_triples(spec):
         padded = {"graph_triples": spec.corpus["graph_triples"]} if spec.corpus.get(
             "graph_triples") else {}  # absent: the landed plans' fingerprints
-        plan.add("kg", "kg_index", {"embedder": models.model("embedder").sha256,
+        plan.add("kg", "kg_index", {"embedder": models.identity(models.model("embedder")),
                                     "hops": spec.corpus.get("hops", KG_HOPS), **padded},
                  {"corpus": "corpus"})
     trainings, held_out, trained = _add_training(plan, spec, models, env, llm)
-    embedder = models.model("embedder").sha256
+    embedder = models.identity(models.model("embedder"))
     graph_variants, builds = _add_graphs(plan, spec, dataclasses.replace(env, embedder=embedder))
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
     entries = {q["name"]: thaw(q) for q in spec.query}
@@ -123,13 +123,13 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                          if isinstance(need, str) and need.startswith(DENSE)}):
         own = embedder_of[index]
         config = ({"embedder": embedder} if own is None else
-                  {"embedder": models.embedder_model(own).sha256, "model": own})
+                  {"embedder": models.identity(models.embedder_model(own)), "model": own})
         plan.add(index, "dense_index", config, {"chunks": "chunks"})
     for _, strategy in strategies:
         declared = STRATEGIES[strategy["strategy"]]
         own = strategy.get("embedder")
         config = {"strategy": strategy,
-                  "embedder": embedder if own is None else models.embedder_model(own).sha256}
+                  "embedder": embedder if own is None else models.identity(models.embedder_model(own))}
         if held_out:  # a trained retriever's training questions are never evaluated
             config["held_out"] = held_out
         if declared.uses_llm(strategy):
@@ -212,7 +212,7 @@ def _add_training(plan: Plan, spec: Spec, models: Models, build: BuildEnv,
         raise KgragError(f"{spec.path.name}: training needs questions with answers, and "
                          f"this {spec.corpus['dataset']} corpus has none (give it a "
                          "questions_file)")
-    env = TrainEnv(lambda name: models.embedder_model(name).sha256,
+    env = TrainEnv(lambda name: models.identity(models.embedder_model(name)),
                    {**llm, "max_retries": spec.models["llm"]["max_retries"]},
                    build.extraction, build.llm_work, spec.answer["prompt"])
     splits, trainings, trained = [], [], {}

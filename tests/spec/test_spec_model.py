@@ -31,7 +31,8 @@ def test_minimal_spec_gets_every_default(tmp_path: Path) -> None:
     assert spec.models["llm"]["model"] == "gemma3-270m"
     assert spec.models["llm"]["n_ctx"] == 8192
     assert spec.models["llm"]["n_threads"] is None
-    assert spec.models["embedder"] == {"model": "all-MiniLM-L6-v2", "batch_size": 64}
+    assert spec.models["embedder"] == {"model": "all-MiniLM-L6-v2", "batch_size": 64,
+                                       "backend": "torch"}
     assert spec.chunking == {"size": 256, "overlap": 32, "title": True}
     assert thaw(spec.query) == [
         {"name": "dense", "strategy": "naive", "top_k": None, "budget_tokens": 2000}

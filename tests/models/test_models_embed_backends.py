@@ -1,0 +1,163 @@
+"""The embedder's exported backends: real exports of the bundled MiniLM, real runtimes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgrag import api
+from kgrag.cli import main
+from kgrag.errors import KgragError
+from kgrag.models.cache import CallCache, request_key
+from kgrag.models.embed import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
+from kgrag.models.embed_backends import BACKENDS
+from kgrag.models.embed_export import KEY_FILE
+from kgrag.models.registry import resolve_embedder
+from tests.conftest import SHARED_DATA, write_spec
+
+
+def paragraphs(n: int) -> list[str]:
+    """``n`` real MuSiQue paragraphs of many lengths, the texts a dense index embeds."""
+    texts: list[str] = []
+    with open(SHARED_DATA / "musique_200.jsonl") as handle:
+        for line in handle:
+            texts += [p["paragraph_text"] for p in json.loads(line)["paragraphs"]]
+            if len(texts) >= n:
+                return texts[:n]
+    raise AssertionError(f"fewer than {n} paragraphs")
+
+
+@pytest.fixture(scope="module")
+def settings() -> EmbedderSettings:
+    m = resolve_embedder("all-MiniLM-L6-v2")
+    return EmbedderSettings(name=m.name, path=m.path, sha256=m.sha256)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory) -> CallCache:
+    """One cache for the module, so each backend is exported once for all its tests."""
+    cache = CallCache(tmp_path_factory.mktemp("calls"))
+    yield cache
+    cache.close()
+
+
+@pytest.fixture(scope="module")
+def reference(settings) -> tuple[list[str], np.ndarray]:
+    texts = paragraphs(40) + ["Copenhagen is in Denmark.", "x"]
+    return texts, SentenceTransformerBackend(settings).encode(texts)
+
+
+def with_backend(settings: EmbedderSettings, name: str) -> EmbedderSettings:
+    return EmbedderSettings(settings.name, settings.path, settings.sha256, backend=name)
+
+
+@pytest.mark.parametrize("name", ["onnx", "openvino"])
+def test_fp32_backends_give_torchs_vectors(settings, shared, reference, name):
+    texts, expected = reference
+    vectors = CachedEmbedder(with_backend(settings, name), shared).encode(texts)
+    assert vectors.shape == expected.shape and vectors.dtype == np.float32
+    np.testing.assert_allclose(vectors, expected, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", ["onnx-int8", "openvino-int8"])
+def test_int8_backends_stay_near_torchs_vectors(settings, shared, reference, name):
+    texts, expected = reference
+    vectors = CachedEmbedder(with_backend(settings, name), shared).encode(texts)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosines = (vectors * expected).sum(axis=1)
+    assert cosines.min() > 0.85 and np.median(cosines) > 0.9  # unrelated texts: ~0.1-0.5
+    assert not np.allclose(vectors, expected, atol=1e-4)  # quantised: not the fp32 vectors
+
+
+def test_a_second_run_exports_nothing(settings, shared):
+    CachedEmbedder(with_backend(settings, "onnx-int8"), shared).backend.load()
+    root = shared.directory / "exported-embedders"
+    made = {p: p.stat().st_mtime_ns for p in root.rglob("*")}
+    assert {p.parent.name.rsplit("-", 1)[0] for p in made
+            if p.name == KEY_FILE} >= {"onnx", "onnx-int8"}  # the fp32 export, quantised
+    again = CachedEmbedder(with_backend(settings, "onnx-int8"), shared)
+    again.backend.load()
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*")} == made
+
+
+def test_each_backend_caches_its_own_vectors_and_torch_keeps_its_keys(settings, cache):
+    texts = paragraphs(3)
+    torch_vectors = CachedEmbedder(settings, cache).encode(texts)
+    # torch's keys are the ones made before backends existed, so landed caches stay valid
+    landed = request_key("embed", {"model_sha256": settings.sha256, "normalize": True,
+                                   "text": texts[0]})
+    assert cache.get_many([landed], "x")[0] is not None
+    int8 = CachedEmbedder(with_backend(settings, "onnx-int8"), cache)
+    int8_vectors = int8.encode(texts)
+    assert int8.usage.calls == 3 and int8.usage.cache_hits == 0  # none of torch's reused
+    assert not np.allclose(int8_vectors, torch_vectors, atol=1e-4)
+    torch_again = CachedEmbedder(settings, cache)
+    np.testing.assert_array_equal(torch_again.encode(texts), torch_vectors)
+    assert torch_again.usage.calls == 0
+
+
+def test_the_backend_joins_the_fingerprints_and_torch_adds_nothing(project):
+    query = [{"name": "dense", "strategy": "naive", "top_k": 5}]
+
+    def fingerprints(name: str, embedder: dict) -> dict[str, str]:
+        spec = write_spec(project, name, models={"embedder": embedder}, query=query)
+        return {s.name: s.fingerprint for s in api.open_session(spec).plan.steps}
+
+    absent = fingerprints("absent", {"model": "all-MiniLM-L6-v2"})
+    torch = fingerprints("torch", {"model": "all-MiniLM-L6-v2", "backend": "torch"})
+    onnx = fingerprints("onnx", {"model": "all-MiniLM-L6-v2", "backend": "onnx"})
+    int8 = fingerprints("int8", {"model": "all-MiniLM-L6-v2", "backend": "onnx-int8"})
+    assert absent == torch
+    assert onnx["chunks"] == absent["chunks"]  # tokens do not depend on the backend
+    for step in ("dense", "retrieve.dense", "evaluate"):
+        assert len({absent[step], onnx[step], int8[step]}) == 3, step
+
+
+def test_a_backend_whose_runtime_is_missing_names_the_package(project, capsys, monkeypatch):
+    spec = write_spec(project, models={"embedder": {"backend": "onnx-int8"}},
+                      query=[{"name": "dense", "strategy": "naive", "top_k": 5}])
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as Python sees an absent package
+    code = main(["run", str(spec)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("kgrag: error:") == 1 and "Traceback" not in err
+    assert "'onnx-int8' needs the Python package onnxruntime" in err
+    assert not (project / "outputs").exists() or not any((project / "outputs").rglob("*.lance"))
+
+
+def test_a_failed_export_says_so_once_and_falls_back_to_nothing(settings, tmp_path, cache):
+    broken = tmp_path / "minilm"
+    shutil.copytree(settings.path, broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:4096])  # a truncated download
+    embedder = CachedEmbedder(EmbedderSettings("broken", broken, "b" * 64, backend="onnx"),
+                              cache)
+    with pytest.raises(KgragError, match="cannot export the embedder for backend 'onnx'"):
+        embedder.encode(["Copenhagen is in Denmark."])
+    root = cache.directory / "exported-embedders"
+    assert not any(root.iterdir())  # no half-written artefact, no scratch folder
+    assert cache.stats().entries == 0 and embedder.usage.calls == 0  # no vector from elsewhere
+
+
+def test_every_declared_backend_is_in_the_schema():
+    from kgrag.spec.schema import SCHEMA
+
+    assert SCHEMA["$defs"]["embedder"]["properties"]["backend"]["enum"] == list(BACKENDS)
+
+
+def test_an_embedder_with_a_module_no_runtime_reproduces_is_refused(settings, tmp_path, cache):
+    folder = tmp_path / "dense-head"
+    shutil.copytree(settings.path, folder)
+    modules = json.loads((folder / "modules.json").read_text())
+    modules.insert(2, {"idx": 2, "name": "2", "path": "2_Dense",
+                       "type": "sentence_transformers.models.Dense"})
+    (folder / "modules.json").write_text(json.dumps(modules))
+    embedder = CachedEmbedder(EmbedderSettings("head", Path(folder), "c" * 64,
+                                               backend="onnx"), cache)
+    with pytest.raises(KgragError, match="runs Transformer, Pooling and Normalize only"):
+        embedder.encode(["Copenhagen is in Denmark."])
