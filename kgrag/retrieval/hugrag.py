@@ -66,6 +66,11 @@ GROUNDED_PARAMS = (
     Param("entity_share", {"type": "number", "minimum": 0, "maximum": 1},
           "evidence_split grounded: share of budget_tokens that entity rows may take.",
           default=0.1),
+    Param("seed_chunks", {"type": "integer", "minimum": 0},
+          "evidence_split grounded: chunks chosen by MMR that seed the expansion beside the "
+          "entity and module seeds (not in the paper), so the walk also starts from the "
+          "text most like the question and reaches the chunks its entities ground.",
+          default=0),
 )
 
 
@@ -132,6 +137,8 @@ class HugragStrategy:
         if c["use_hierarchy"]:
             seeds += [i for i in mmr(graph, scores, "module", c["seed_modules"],
                                      c["mmr_lambda"]) if scores[i] > 0]
+        if self.caps is not None and c["seed_chunks"]:
+            seeds += mmr(graph, scores, "chunk", c["seed_chunks"], c["mmr_lambda"])
         if not seeds:  # nothing in the graph relates to the question at all
             trace["fallback"] = "no seed matches the question: seeded from the best chunks"
             seeds = mmr(graph, scores, "chunk", c["seed_entities"] + c["seed_modules"],

@@ -32,7 +32,8 @@ def tokenizer() -> Tokenizer:
     return Tokenizer.from_dir(resolve_embedder("all-MiniLM-L6-v2", Path.cwd()).path)
 
 
-GROUNDED = {"evidence_split": "grounded", "summary_share": 0.1, "entity_share": 0.1}
+GROUNDED = {"evidence_split": "grounded", "summary_share": 0.1, "entity_share": 0.1,
+            "seed_chunks": 0}
 
 
 def test_caps_keep_rows_to_their_share_and_still_expand_through_them() -> None:
@@ -91,6 +92,20 @@ def test_grounded_retrieval_spends_most_of_the_budget_on_chunks(tmp_path: Path,
                     max_hops=0, **GROUNDED)
     context = lone.retrieve(QUESTION, VECTOR)
     assert context.trace["chunks_beyond_expansion"] == 2 and len(context.unit_ids) == 2
+
+
+def test_chunk_seeds_start_the_walk_from_the_best_text(tmp_path: Path,
+                                                      tokenizer: Tokenizer) -> None:
+    # one entity seed, no module seed: the expansion alone reaches c1 first
+    config = {**GROUNDED, "seed_modules": 0, "causal_filter": False, "budget_tokens": 50}
+    alone = strategy(tmp_path, tokenizer, **config)
+    g = alone.graph
+    g.vectors[g.index[("chunk", "c3")]] = [1.0, 0.0, 0.0]  # the chunk most like the question
+    assert alone.retrieve(QUESTION, VECTOR).unit_ids == ["c1"]
+    seeded = strategy(tmp_path, tokenizer, **{**config, "seed_chunks": 1})
+    seeded.graph.vectors[seeded.graph.index[("chunk", "c3")]] = [1.0, 0.0, 0.0]
+    context = seeded.retrieve(QUESTION, VECTOR)
+    assert context.unit_ids == ["c3"] and "c3" in context.trace["seeds"]
 
 
 def test_read_reply_drops_unknown_ids_and_falls_back_when_none_is_shown() -> None:
