@@ -185,7 +185,7 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
         Param("relationships_per_entity", {"type": "integer", "minimum": 1},
               "salience rule: a relationship between salient entities is kept when it is "
               "among the strongest this many of either endpoint (edges stay within this "
-              "many times the nodes).", default=1, sweep=True)), _hierarchy,
+              "many times the nodes).", default=2, sweep=True)), _hierarchy,
         GraphView("hierarchy", "canonical entities", entity_degrees), _hierarchy_problems),
     GraphKind("entities", "the extraction on every chunk and nothing else (no vectors, no LLM "
               "beyond extraction), the entity–chunk graph a ppr strategy walks.", (),

@@ -186,7 +186,7 @@ def test_bad_no_llm_options_are_spec_errors(holisqa: Path, graph, message) -> No
 
 
 SALIENT = {"name": "s", "kind": "hierarchy", "max_cluster_size": 4, "gate_min_similarity": 0.0,
-           "salient_min_chunks": 2, "salient_max_share": 0.9}
+           "salient_min_chunks": 2, "salient_max_share": 0.9, "relationships_per_entity": 1}
 
 
 def test_the_salience_rule_keeps_recurring_entities_and_grounded_evidence_reads_them(
