@@ -78,10 +78,12 @@ def _hierarchy(plan: Plan, name: str, cfg: Config, env: BuildEnv) -> None:
     # the salience rule is in the config only when on, so landed builds keep their
     # fingerprints
     salience = {k: cfg[k] for k in SALIENCE_KEYS} if cfg["salient_min_chunks"] else {}
+    resolution = {} if cfg["resolution"] == 1.0 else {"resolution": cfg["resolution"]}
     hierarchy = plan.add(
         step_name("hierarchy", name), "hierarchy",
         {k: cfg[k] for k in ("fuzzy", "cosine", "max_cluster_size", "max_levels", "seed")}
-        | salience | {"embedder": env.embedder}, {"extract": step_name("extract", name)})
+        | salience | resolution | {"embedder": env.embedder},
+        {"extract": step_name("extract", name)})
     writer = {"method": "extractive"} if cfg["summaries"] == "extractive" else env.llm_work
     summaries = plan.add(step_name("summaries", name), "summarise",
                          {"summary_entities": cfg["summary_entities"],
@@ -152,6 +154,9 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
               default=10),
         Param("max_levels", {"type": "integer", "minimum": 1, "maximum": 8},
               "levels of modules at most (level 0 is the coarsest).", default=4),
+        Param("resolution", {"type": "number", "exclusiveMinimum": 0},
+              "Leiden's resolution (1: modularity); below 1 makes larger modules, fewer "
+              "of them, as on the sparse graphs of the salience rule.", default=1.0),
         Param("seed", SEED, "seed of Leiden.", default=42),
         Param("gate_top_m", {"type": "integer", "minimum": 1},
               "gate candidates of a module are its top-m most similar modules (by summary "

@@ -74,7 +74,7 @@ def build_hierarchy(ctx: StepContext) -> None:
         list(zip(relationships["source"], relationships["target"],
                  relationships["weight"].cast(pl.Float64))),
         max_cluster_size=cfg["max_cluster_size"], max_levels=cfg["max_levels"],
-        seed=cfg["seed"])
+        seed=cfg["seed"], resolution=cfg.get("resolution", 1.0))
     leiden_s = time.perf_counter() - started
 
     entities, relationships = numbered(entities, relationships)
