@@ -62,15 +62,15 @@ if TYPE_CHECKING:
 GROUNDED_PARAMS = (
     Param("summary_share", {"type": "number", "minimum": 0, "maximum": 1},
           "evidence_split grounded: share of budget_tokens that module summaries may take.",
-          default=0.1),
+          default=0.05),
     Param("entity_share", {"type": "number", "minimum": 0, "maximum": 1},
           "evidence_split grounded: share of budget_tokens that entity rows may take.",
-          default=0.1),
+          default=0.05),
     Param("seed_chunks", {"type": "integer", "minimum": 0},
           "evidence_split grounded: chunks chosen by MMR that seed the expansion beside the "
           "entity and module seeds (not in the paper), so the walk also starts from the "
           "text most like the question and reaches the chunks its entities ground.",
-          default=0),
+          default=3),
 )
 
 
