@@ -12,6 +12,11 @@ top-up refilled and with how many tokens) and the App. E structural metrics
 (reachability, gold-node coverage, min hops) with and without gates, each with a 95 %
 bootstrap interval over questions, and the interval of the paired difference. Then the
 graph build beside the paper's Table 5: nodes, edges, modules per level and gates.
+
+``--chunks ROW`` also diagnoses how ROW (a hugrag row) ranks chunks, with no graph walk:
+context recall on each half of the budget filled by chunks in order of cosine alone
+(what naive ranks by), of the hybrid score, and of ROW's MMR chunk seeds followed by the
+hybrid order, so a gap to naive can be put down to the score or to the seeds.
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ from kgrag.contents.corpus import read_questions, read_sentences
 from kgrag.contents.entities import read_entities
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.eval.halves import HALVES, halves
+from kgrag.eval.metrics import context_recall
 from kgrag.eval.registry import EvidenceSpans, StrategyRun, score_strategy
 from kgrag.eval.structure import gold_nodes, structural_metrics
+from kgrag.retrieval.hugrag_search import hybrid_scores, mmr
+from kgrag.steps.retrieve import load_strategy
 
 # The paper's Table 5 (notes: shared/notes/hugrag.md): nodes, edges, L3, L2, L1, L0, modules
 PAPER = {"biology": (1714, 1722, 0, 30, 104, 31, 165),
@@ -66,11 +74,49 @@ def per_question_structure(traces: list[dict], golds: list[set[str]]) -> dict[st
     return out
 
 
+def chunk_orders(session: api.Session, row: str, questions: pl.DataFrame,
+                 spans: EvidenceSpans, split: dict[str, set[str]]) -> None:
+    """Context recall of three chunk orders for ``row`` (see the module docstring)."""
+    step = session.plan.by_name()[f"retrieve.{row}"]
+    config = step.config["strategy"]
+    inputs = {role: session.artefact(name) for role, name in step.inputs.items()}
+    graph = load_strategy(step.config, inputs, session.models).graph
+    pool = np.flatnonzero(graph.kind == "chunk")
+    vectors = session.models.embedder_of(step.config["embedder"]).encode(
+        questions["question"].to_list())
+    found: dict[str, dict[str, float]] = {"cosine": {}, "hybrid": {}, "seeds+hybrid": {}}
+    for qid, text, vector, gold in zip(questions["question_id"], questions["question"],
+                                       vectors, questions["gold_sentence_ids"]):
+        gold_spans = [spans.sentences[g] for g in gold if g in spans.sentences]
+        cosine = hybrid_scores(graph, text, vector, 1.0)
+        hybrid = hybrid_scores(graph, text, vector, config["semantic_weight"])
+        seeds = mmr(graph, hybrid, "chunk", config["seed_chunks"], config["mmr_lambda"])
+        orders = {"cosine": list(pool[np.argsort(-cosine[pool], kind="stable")]),
+                  "hybrid": list(pool[np.argsort(-hybrid[pool], kind="stable")])}
+        orders["seeds+hybrid"] = list(dict.fromkeys(seeds + orders["hybrid"]))
+        for name, order in orders.items():
+            used, kept = 0, []
+            for node in order:
+                tokens = graph.nodes[node].tokens
+                if used + tokens <= config["budget_tokens"]:
+                    kept.append(spans.chunks[graph.nodes[node].key])
+                    used += tokens
+            value = context_recall(kept, gold_spans)
+            if value is not None:
+                found[name][qid] = value
+    print(f"\nchunk orders of {row} (context recall all / dev / test, no graph walk):")
+    for name, values in found.items():
+        parts = [np.mean(list(values.values()))] + [
+            np.mean([v for q, v in values.items() if q in split[h]]) for h in HALVES]
+        print(f"  {name}: " + " / ".join(f"{p:.3f}" for p in parts))
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("spec")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--chunks", metavar="ROW", help="diagnose ROW's chunk ranking")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     session = api.open_session(args.spec)
@@ -91,6 +137,9 @@ def main(argv: list[str]) -> None:
         if step.kind != "retrieve":
             continue
         row = name.split(".", 1)[1]
+        if not (session.artefact(name) / "retrieved.parquet").exists():
+            print(f"{row} | not run yet")
+            continue
         retrieved = read_retrieved(session.artefact(name))
         answer_step = f"answer.{row}"
         answers = (read_answers(session.artefact(answer_step))
@@ -149,6 +198,8 @@ def main(argv: list[str]) -> None:
                   f"{interval(off, args.bootstrap, rng)} | "
                   f"{interval(on - off, args.bootstrap, rng)}")
 
+    if args.chunks:
+        chunk_orders(session, args.chunks, questions, spans, split)
     domain = next((d for d in PAPER if d in str(session.spec.data["corpus"]["path"])), None)
     print("\nbuild | nodes | edges | L0 / L1 / L2 / L3 | modules | gates | unclustered")
     for name, step in steps.items():
