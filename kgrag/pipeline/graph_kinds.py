@@ -75,10 +75,15 @@ def _hierarchy(plan: Plan, name: str, cfg: Config, env: BuildEnv) -> None:
     landed specs keep their fingerprints.
     """
     _entities(plan, name, cfg, env)
+    # the salience rule is in the config only when on, so landed builds keep their
+    # fingerprints
+    salience = {k: cfg[k] for k in SALIENCE_KEYS} if cfg["salient_min_chunks"] else {}
+    resolution = {} if cfg["resolution"] == 1.0 else {"resolution": cfg["resolution"]}
     hierarchy = plan.add(
         step_name("hierarchy", name), "hierarchy",
         {k: cfg[k] for k in ("fuzzy", "cosine", "max_cluster_size", "max_levels", "seed")}
-        | {"embedder": env.embedder}, {"extract": step_name("extract", name)})
+        | salience | resolution | {"embedder": env.embedder},
+        {"extract": step_name("extract", name)})
     writer = {"method": "extractive"} if cfg["summaries"] == "extractive" else env.llm_work
     summaries = plan.add(step_name("summaries", name), "summarise",
                          {"summary_entities": cfg["summary_entities"],
@@ -90,7 +95,15 @@ def _hierarchy(plan: Plan, name: str, cfg: Config, env: BuildEnv) -> None:
              {"hierarchy": hierarchy.name, "summaries": summaries.name})
 
 
+SALIENCE_KEYS = ("salient_min_chunks", "salient_max_share", "relationships_per_entity")
+
+
 def _hierarchy_problems(index: int, graph: Config) -> Iterator[Problem]:
+    for key in SALIENCE_KEYS[1:]:
+        if key in graph and not graph.get("salient_min_chunks"):
+            yield (("graphs", index, key),
+                   (f"{key} is a setting of the salience rule; set salient_min_chunks too "
+                    "(at least 1), or drop it"))
     if "gate_judge_similarity" in graph and graph.get("gate_judge") != "similarity":
         yield (("graphs", index, "gate_judge_similarity"),
                ("gate_judge_similarity is the threshold of gate_judge: similarity; set that "
@@ -141,6 +154,9 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
               default=10),
         Param("max_levels", {"type": "integer", "minimum": 1, "maximum": 8},
               "levels of modules at most (level 0 is the coarsest).", default=4),
+        Param("resolution", {"type": "number", "exclusiveMinimum": 0},
+              "Leiden's resolution (1: modularity); below 1 makes larger modules, fewer "
+              "of them, as on the sparse graphs of the salience rule.", default=1.0),
         Param("seed", SEED, "seed of Leiden.", default=42),
         Param("gate_top_m", {"type": "integer", "minimum": 1},
               "gate candidates of a module are its top-m most similar modules (by summary "
@@ -162,7 +178,19 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
               "extraction LLM per module) or extractive (no LLM: the title names the three "
               "most connected members, the summary is their first sentences, as much as an "
               "LLM summary may hold; for the thousands of modules of a whole corpus).",
-              default="llm")), _hierarchy,
+              default="llm"),
+        Param("salient_min_chunks", {"type": "integer", "minimum": 0},
+              "salience rule (no LLM, for the nlp extraction): an entity is a node only when "
+              "at least this many chunks mention it (after canonicalisation), and its "
+              "relationships are thinned to relationships_per_entity; 0 keeps every "
+              "extracted entity and relationship.", default=0, sweep=True),
+        Param("salient_max_share", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+              "salience rule: an entity mentioned in more than this share of all chunks is "
+              "generic ('study', 'results'), not a node.", default=0.02),
+        Param("relationships_per_entity", {"type": "integer", "minimum": 1},
+              "salience rule: a relationship between salient entities is kept when it is "
+              "among the strongest this many of either endpoint (edges stay within this "
+              "many times the nodes).", default=2, sweep=True)), _hierarchy,
         GraphView("hierarchy", "canonical entities", entity_degrees), _hierarchy_problems),
     GraphKind("entities", "the extraction on every chunk and nothing else (no vectors, no LLM "
               "beyond extraction), the entity–chunk graph a ppr strategy walks.", (),

@@ -5,8 +5,13 @@ entities, ``R`` relationships, ``T`` text chunks) and one constrained LLM call
 returns JSON ``{precise, ct_precise, p_answer}`` (the spurious-aware prompt, Fig. 5)
 or ``{precise}`` (the standard prompt, Fig. 6); the id lists are enums of the ids
 shown, at most 10 each. The answer step then reads only the ``precise`` items.
-Fallback, which the strategy records per question: when the output never parses or
-``precise`` is empty, the whole expansion is kept (what the no-filter ablation reads).
+Fallback, which the strategy records (and the retrieve step counts) per question: when
+the output never parses, ``precise`` is empty, or it names only ids that were not
+shown, the whole expansion is kept (what the no-filter ablation reads). Ids that were
+not shown are dropped from a reply that also names shown ones. With ``filter_top_up``
+the strategy adds back, up to the budget, what the filter neither kept nor called
+spurious (``ct_precise``), so a filter that keeps too little prunes without starving
+the answer.
 """
 
 from __future__ import annotations
@@ -83,19 +88,47 @@ def evidence_text(items: list[Item]) -> str:
     return "\n\n".join(item.text for item in items)
 
 
+@dataclass(frozen=True)
+class FilterReply:
+    """What the filter kept, the shown ids it called spurious, what happened (``ok`` or a
+    fallback) and its cost (requests, tokens in, tokens out)."""
+
+    kept: list[Item]
+    spurious: set[str]
+    outcome: str
+    calls: tuple[int, int, int]
+
+    @property
+    def fell_back(self) -> bool:
+        return self.outcome != "ok"
+
+
+def read_reply(value: dict[str, Any], items: list[Item]) -> tuple[list[Item], set[str], str]:
+    """Kept items, spurious ids and the outcome of one parsed reply: ids not shown are
+    dropped; a reply keeping nothing shown keeps every item (a fallback)."""
+    shown = {item.item_id for item in items}
+    named = set(value["precise"])
+    spurious = set(value.get("ct_precise", ())) & shown
+    kept = [item for item in items if item.item_id in named]
+    if kept:
+        return kept, spurious, "ok"
+    if named:
+        return items, spurious, "fallback: only ids not shown, all evidence kept"
+    return items, spurious, "fallback: empty precise list, all evidence kept"
+
+
 def causal_filter(llm: CachedLLM, question: str, items: list[Item], *, spurious_aware: bool,
-                  style: str) -> tuple[list[Item], str, tuple[int, int, int]]:
-    """The items kept, what happened (ok / a fallback), and (requests, tokens in, out)."""
+                  style: str) -> FilterReply:
+    """One filter call over ``items`` (see the module docstring for the fallbacks)."""
     schema = filter_schema([item.item_id for item in items], spurious_aware)
     prompt = filter_prompt(question, items, spurious_aware)
     before = llm.usage.snapshot()
     try:
         value, _ = llm.ask_json(prompt, schema, style=style, max_tokens=FILTER_MAX_TOKENS)
-        precise = set(value["precise"])
-        outcome = "ok" if precise else "fallback: empty precise list, all evidence kept"
+        kept, spurious, outcome = read_reply(value, items)
     except InvalidOutput:
-        precise, outcome = set(), "fallback: output never parsed, all evidence kept"
+        kept, spurious = items, set()
+        outcome = "fallback: output never parsed, all evidence kept"
     spent = llm.usage.since(before)
-    calls = (spent.calls + spent.cache_hits, spent.tokens_in, spent.tokens_out)
-    kept = [item for item in items if item.item_id in precise] or items
-    return kept, outcome, calls
+    return FilterReply(kept, spurious, outcome,
+                       (spent.calls + spent.cache_hits, spent.tokens_in, spent.tokens_out))

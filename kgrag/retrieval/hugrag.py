@@ -41,9 +41,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.errors import KgragError
-from kgrag.retrieval.causal_filter import causal_filter, evidence_text, linearise
+from kgrag.retrieval.causal_filter import Item, causal_filter, evidence_text, linearise
 from kgrag.retrieval.hugrag_graph import HugragGraph
-from kgrag.retrieval.hugrag_search import expand, hybrid_scores, mmr, relationships_among
+from kgrag.retrieval.hugrag_search import (
+    best_chunks,
+    expand,
+    hybrid_scores,
+    mmr,
+    relationships_among,
+)
 from kgrag.retrieval.params import HIERARCHY
 from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Evidence
@@ -51,6 +57,21 @@ from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Proble
 
 if TYPE_CHECKING:
     from kgrag.retrieval import Resources
+
+
+GROUNDED_PARAMS = (
+    Param("summary_share", {"type": "number", "minimum": 0, "maximum": 1},
+          "evidence_split grounded: share of budget_tokens that module summaries may take.",
+          default=0.05),
+    Param("entity_share", {"type": "number", "minimum": 0, "maximum": 1},
+          "evidence_split grounded: share of budget_tokens that entity rows may take.",
+          default=0.05),
+    Param("seed_chunks", {"type": "integer", "minimum": 0},
+          "evidence_split grounded: chunks chosen by MMR that seed the expansion beside the "
+          "entity and module seeds (not in the paper), so the walk also starts from the "
+          "text most like the question and reaches the chunks its entities ground.",
+          default=3),
+)
 
 
 class HugragStrategy:
@@ -75,6 +96,7 @@ class HugragStrategy:
             if config["use_gates"]:
                 allowed.add("gate")
         self.allowed = frozenset(allowed)
+        self.caps = shares(config) if config.get("evidence_split") == "grounded" else None
 
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
@@ -84,6 +106,8 @@ class HugragStrategy:
         graph = HugragGraph.load(artefacts, resources.units,
                                  use_hierarchy=config["use_hierarchy"],
                                  use_gates=config["use_gates"])
+        if config.get("evidence_split") == "grounded":
+            check_summary_share(config, graph)
         ppr = None
         if config.get("entity_seeds") == "ppr":
             ppr = PprSearch.load(config, artefacts["hierarchy"], artefacts["dense"],
@@ -95,7 +119,7 @@ class HugragStrategy:
         c = self.config
         return expand(self.graph, seeds, scores, c["budget_tokens"], weights=self.weights,
                       decay=c["hop_decay"], max_hops=c["max_hops"], fan_out=c["fan_out"],
-                      allowed=allowed)
+                      allowed=allowed, caps=self.caps)
 
     def reached(self, chosen: dict[int, int]) -> dict[str, int]:
         """Entity name → hop for the entities an expansion chose."""
@@ -113,11 +137,19 @@ class HugragStrategy:
         if c["use_hierarchy"]:
             seeds += [i for i in mmr(graph, scores, "module", c["seed_modules"],
                                      c["mmr_lambda"]) if scores[i] > 0]
+        if self.caps is not None and c["seed_chunks"]:
+            seeds += mmr(graph, scores, "chunk", c["seed_chunks"], c["mmr_lambda"])
         if not seeds:  # nothing in the graph relates to the question at all
             trace["fallback"] = "no seed matches the question: seeded from the best chunks"
             seeds = mmr(graph, scores, "chunk", c["seed_entities"] + c["seed_modules"],
                         c["mmr_lambda"])
         chosen, used = self._expand(seeds, scores, self.allowed)
+        if self.caps is not None:  # the chunks' share, filled when the expansion fell short
+            shown = sum(graph.nodes[i].tokens for i in chosen if graph.nodes[i].kind == "chunk")
+            extra, added = best_chunks(graph, scores, chosen, self.caps["chunk"] - shown)
+            chosen |= dict.fromkeys(extra, c["max_hops"] + 1)
+            used += added
+            trace["chunks_beyond_expansion"] = len(extra)
         relationships, _ = relationships_among(graph, chosen, c["budget_tokens"] - used)
         items = linearise(graph, chosen, relationships)
         trace |= {"seeds": [graph.nodes[i].key for i in seeds],
@@ -131,16 +163,45 @@ class HugragStrategy:
             trace["filter"] = "skipped: no evidence item fits the budget"
         elif c["causal_filter"]:
             started = time.perf_counter()
-            kept, trace["filter"], calls = causal_filter(
-                self.llm, question, items, spurious_aware=c["filter_prompt"] == "spurious_aware",
-                style=self.prompt_style)
+            reply = causal_filter(self.llm, question, items,
+                                  spurious_aware=c["filter_prompt"] == "spurious_aware",
+                                  style=self.prompt_style)
             llm_ms = (time.perf_counter() - started) * 1000
+            kept, calls, trace["filter"] = reply.kept, reply.calls, reply.outcome
             trace["kept"] = len(kept)
+            if reply.fell_back:
+                trace["fallback"] = reply.outcome
+            if c.get("filter_top_up"):
+                kept = self._top_up(kept, items, reply.spurious, scores, chosen, trace)
         unit_ids = [item.key for item in kept if item.kind == "chunk"]
         text = evidence_text(kept)
         return Evidence(unit_ids, [graph.chunk_docs[u] for u in unit_ids], text,
                        self.tokenizer.count(text), trace=trace, llm_calls=calls[0],
                        llm_tokens_in=calls[1], llm_tokens_out=calls[2], llm_ms=llm_ms)
+
+    def _top_up(self, kept: list[Item], items: list[Item], spurious: set[str],
+                scores: np.ndarray, chosen: dict[int, int], trace: dict[str, Any]
+                ) -> list[Item]:
+        """The kept items, then the rest of the unfiltered evidence that the filter did not
+        call spurious (chunks first, in the order chosen), then chunks never shown, best
+        score first, while the budget lasts; how many items and tokens were added goes to
+        ``trace``."""
+        graph, budget = self.graph, self.config["budget_tokens"]
+        used = sum(item.tokens for item in kept)
+        shown = {id(item) for item in kept}
+        rest = [item for item in items if id(item) not in shown
+                and item.item_id not in spurious]
+        rest.sort(key=lambda item: item.kind != "chunk")  # stable: chunks first
+        fresh, _ = best_chunks(graph, scores, chosen, budget - used)
+        rest += [Item(f"T{len(items) + n + 1}", "chunk", graph.nodes[i].key,
+                      graph.nodes[i].text, graph.nodes[i].tokens) for n, i in enumerate(fresh)]
+        added = []
+        for item in rest:
+            if used + item.tokens <= budget:
+                added.append(item)
+                used += item.tokens
+        trace["top_up"] = {"items": len(added), "tokens": sum(i.tokens for i in added)}
+        return kept + added
 
     def _ppr_seeds(self, question: str, vector: np.ndarray, trace: dict[str, Any]
                    ) -> list[int]:
@@ -155,6 +216,28 @@ class HugragStrategy:
         nodes = list(self.walked)
         best = np.argsort(-mass[nodes], kind="stable")[: self.config["seed_entities"]]
         return [self.walked[nodes[k]] for k in best if mass[nodes[k]] > 0]
+
+
+def shares(config: dict[str, Any]) -> dict[str, int]:
+    """Tokens at most for module summaries, entity rows and chunks (the rest) under
+    ``evidence_split: grounded``; no summaries without the hierarchy."""
+    budget = config["budget_tokens"]
+    modules = int(config["summary_share"] * budget) if config["use_hierarchy"] else 0
+    entities = int(config["entity_share"] * budget)
+    return {"module": modules, "entity": entities, "chunk": budget - modules - entities}
+
+
+def check_summary_share(config: dict[str, Any], graph: HugragGraph) -> None:
+    """A summaries' share that holds no module summary at all is an error, not a silent
+    expansion without modules."""
+    room = shares(config)["module"]
+    sizes = [node.tokens for node in graph.nodes if node.kind == "module"]
+    if room and sizes and room < min(sizes):
+        raise KgragError(
+            f"strategy {config['name']!r}: summary_share {config['summary_share']:g} of "
+            f"budget_tokens {config['budget_tokens']} is {room} tokens, too small for one "
+            f"module summary (the shortest has {min(sizes)}); raise budget_tokens or "
+            "summary_share, or set summary_share 0")
 
 
 WHY = "hugrag retrieves over a hierarchy build"
@@ -173,6 +256,15 @@ def _needs(config: Config) -> dict[str, Need]:
 
 
 def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
+    if entry.get("evidence_split") == "grounded" and \
+            entry["summary_share"] + entry["entity_share"] > 1:
+        yield (("query", index, "summary_share"),
+               (f"summary_share {entry['summary_share']:g} and entity_share "
+                f"{entry['entity_share']:g} add up to more than the whole budget"))
+    if entry.get("filter_top_up") and not entry["causal_filter"]:
+        yield (("query", index, "filter_top_up"),
+               ("filter_top_up tops up what the causal filter keeps; set causal_filter true "
+                "or drop filter_top_up"))
     yield from walk_problems(index, entry, spec)
 
 
@@ -215,7 +307,20 @@ DECLARATION = Strategy(
            "score) or ppr (not in the paper: the entities with most personalised-PageRank mass "
            "from the entities the question names, over the hierarchy's canonical entities; MMR "
            "when none is named; takes ppr's damping, dense_seeds, titles and seed options). "
-           "Left out: mmr.", off="mmr")),
-    HugragStrategy, _needs, groups=(Group("entity_seeds", "ppr", WALK_PARAMS),),
+           "Left out: mmr.", off="mmr"),
+     Param("evidence_split", {"enum": ["expansion", "grounded"]},
+           "how the budget is spent. expansion (the paper's: one best-first expansion over "
+           "every node kind until the budget is spent) or grounded (module summaries and "
+           "entity rows each get a share of the budget, summary_share and entity_share, and "
+           "the rest goes to the chunks that ground the entities the expansion reached, "
+           "topped up with the best-scoring chunks when it reached too few). Left out: "
+           "expansion.", off="expansion"),
+     Param("filter_top_up", {"type": "boolean"},
+           "when the causal filter keeps less than the budget, add back the unfiltered "
+           "evidence it did not call spurious (chunks first), then the best chunks it was "
+           "not shown, up to the budget; the trace records what was added. Left out: "
+           "false (the answer reads only what the filter kept).", off=False)),
+    HugragStrategy, _needs, groups=(Group("entity_seeds", "ppr", WALK_PARAMS),
+                                    Group("evidence_split", "grounded", GROUNDED_PARAMS)),
     problems=_problems, uses_llm=lambda config: bool(config["causal_filter"]),
     evaluated=lambda config: {"graph": GraphRef("hierarchy", "hierarchy", WHY)})

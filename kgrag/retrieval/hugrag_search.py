@@ -14,11 +14,18 @@
    unvisited neighbours are pushed while h < ``max_hops``. It stops when the heap is
    empty or the budget is spent. Relationships between chosen entities are then
    added, strongest first, while the budget lasts (``relationships_among``).
+
+   With per-kind ``caps`` (``evidence_split: grounded``) each kind of node has its own share
+   of the budget, so module summaries and entity rows cannot crowd out the source text:
+   a node that does not fit its kind's share is not chosen but is still expanded, so a
+   full share never blocks the path to the chunks beyond it; the expansion then ends in
+   the chunks that ground the entities it reached, best gain first.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -58,24 +65,36 @@ def mmr(graph: HugragGraph, scores: np.ndarray, kind: str, k: int, lam: float) -
 
 def expand(graph: HugragGraph, seeds: list[int], scores: np.ndarray, budget: int, *,
            weights: dict[str, float], decay: float, max_hops: int, fan_out: int,
-           allowed: frozenset[str]) -> tuple[dict[int, int], int]:
-    """Best-first gated expansion: chosen node → hop, in the order chosen; tokens used."""
+           allowed: frozenset[str], caps: Mapping[str, int] | None = None
+           ) -> tuple[dict[int, int], int]:
+    """Best-first gated expansion: chosen node → hop, in the order chosen; tokens used.
+    ``caps`` (node kind → tokens at most) splits the budget between kinds."""
     heap = [(-float(scores[s]), 0, s) for s in dict.fromkeys(seeds)]
     heapq.heapify(heap)
     chosen: dict[int, int] = {}
+    expanded: set[int] = set()
+    spent = dict.fromkeys(caps or (), 0)
     used = 0
     while heap and used < budget:
         _, hop, node = heapq.heappop(heap)
-        if node in chosen or used + graph.nodes[node].tokens > budget:
+        tokens, node_kind = graph.nodes[node].tokens, graph.nodes[node].kind
+        if node in chosen or node in expanded:
             continue
-        chosen[node] = hop
-        used += graph.nodes[node].tokens
+        if used + tokens <= budget and (
+                caps is None or spent[node_kind] + tokens <= caps[node_kind]):
+            chosen[node] = hop
+            used += tokens
+            if caps is not None:
+                spent[node_kind] += tokens
+        elif caps is None:
+            continue
+        expanded.add(node)
         if hop >= max_hops:
             continue
         step = decay ** (hop + 1)
         frontier = sorted(
             ((float(scores[v]) * weights[kind] * step, v)
-             for v, kind in graph.edges[node] if kind in allowed and v not in chosen),
+             for v, kind in graph.edges[node] if kind in allowed and v not in expanded),
             key=lambda pair: (-pair[0], pair[1]))
         for gain, v in frontier[:fan_out]:
             heapq.heappush(heap, (-gain, hop + 1, v))
@@ -91,3 +110,19 @@ def relationships_among(graph: HugragGraph, chosen: dict[int, int], room: int
             rows.append((text, tokens))
             used += tokens
     return rows, used
+
+
+def best_chunks(graph: HugragGraph, scores: np.ndarray, chosen: dict[int, int], room: int
+                ) -> tuple[list[int], int]:
+    """Chunks not yet chosen, best hybrid score first (ties: lower index), while they fit
+    in ``room``: what fills the chunks' share when the expansion reached too few."""
+    pool = np.flatnonzero(graph.kind == "chunk")
+    picked, used = [], 0
+    for i in pool[np.argsort(-scores[pool], kind="stable")]:
+        node = int(i)
+        if node not in chosen and used + graph.nodes[node].tokens <= room:
+            picked.append(node)
+            used += graph.nodes[node].tokens
+        if used >= room:
+            break
+    return picked, used

@@ -32,7 +32,7 @@ import polars as pl
 
 from kgrag.contents.columns import counted
 from kgrag.contents.entities import numbered, read_entities, read_relationships
-from kgrag.contents.extraction import read_extraction
+from kgrag.contents.extraction import read_counts, read_extraction
 from kgrag.contents.gates import write_gates
 from kgrag.contents.hierarchy import read_hierarchy, write_hierarchy
 from kgrag.contents.summaries import open_module_vectors, read_summaries, write_summaries
@@ -46,6 +46,7 @@ from kgrag.graphs.gates import (
 )
 from kgrag.graphs.hierarchy import Module, leiden_hierarchy
 from kgrag.graphs.module_summaries import extractive_summaries, llm_summary
+from kgrag.graphs.salience import Salience, salient_graph
 from kgrag.models.llm import CachedLLM
 from kgrag.pipeline.step import StepContext, step_kind
 
@@ -59,13 +60,21 @@ def build_hierarchy(ctx: StepContext) -> None:
                          cosine=cfg["cosine"])
     canonicalise_s = time.perf_counter() - started
     entities, relationships = canon.entities, canon.relationships
+    if "salient_min_chunks" in cfg:
+        extracted = entities.height
+        entities, relationships = salient_graph(
+            entities, relationships,
+            Salience(cfg["salient_min_chunks"], cfg["salient_max_share"],
+                     cfg["relationships_per_entity"]),
+            read_counts(ctx.input("extract")).height)
+        ctx.notes.update(canonical_entities=extracted)
     started = time.perf_counter()
     hierarchy = leiden_hierarchy(
         entities["name"].to_list(),
         list(zip(relationships["source"], relationships["target"],
                  relationships["weight"].cast(pl.Float64))),
         max_cluster_size=cfg["max_cluster_size"], max_levels=cfg["max_levels"],
-        seed=cfg["seed"])
+        seed=cfg["seed"], resolution=cfg.get("resolution", 1.0))
     leiden_s = time.perf_counter() - started
 
     entities, relationships = numbered(entities, relationships)

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from kgrag import api
+from kgrag.cli import main
 from kgrag.contents.summaries import SUMMARIES_FILE
 from kgrag.graphs.module_summaries import extractive_summary
 from kgrag.spec import check_spec
@@ -182,3 +183,41 @@ def test_bad_no_llm_options_are_spec_errors(holisqa: Path, graph, message) -> No
     path = spec(holisqa, graphs=[{"name": "h", "kind": "hierarchy", **graph}])
     problems = check_spec(path)
     assert len(problems) == 1 and message in problems[0]
+
+
+SALIENT = {"name": "s", "kind": "hierarchy", "max_cluster_size": 4, "gate_min_similarity": 0.0,
+           "salient_min_chunks": 2, "salient_max_share": 0.9, "relationships_per_entity": 1}
+
+
+def test_the_salience_rule_keeps_recurring_entities_and_grounded_evidence_reads_them(
+        holisqa: Path) -> None:
+    graphs = [{"name": "h", "kind": "hierarchy", "max_cluster_size": 4,
+               "gate_min_similarity": 0.0}, SALIENT]
+    query = [QUERY[0], {"name": "hs", "strategy": "hugrag", "hierarchy": "s",
+                        "evidence_split": "grounded", "filter_top_up": True,
+                        "budget_tokens": 600}]
+    path = spec(holisqa, graphs=graphs, query=query, answer={"questions": 0})
+    plan = api.open_session(path).plan.by_name()
+    assert "salient_min_chunks" not in plan["hierarchy.h"].config  # landed builds unchanged
+    steps, rows, _ = run_with(path, RuleLLM())
+    plain, salient = steps["hierarchy.h"]["notes"], steps["hierarchy.s"]["notes"]
+    assert salient["canonical_entities"] == plain["nodes"]
+    assert 2 <= salient["nodes"] < plain["nodes"] and salient["edges"] <= salient["nodes"]
+    assert rows["hs"]["n_retrieved"] == rows["naive"]["n_retrieved"]
+    assert rows["hs"]["context_tokens_mean"] > 0
+
+
+def test_a_salience_rule_that_keeps_fewer_than_two_entities_exits_2(
+        holisqa: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    graphs = [{**SALIENT, "name": "h", "salient_min_chunks": 10_000}]
+    query = [{**QUERY[1], "causal_filter": False}]
+    path = spec(holisqa, graphs=graphs, query=query, answer={"questions": 0},
+                extraction={"method": "nlp"})
+    code = main(["run", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    message = [line for line in err.splitlines() if line.startswith("kgrag: error:")]
+    assert len(message) == 1
+    assert "the salience rule keeps 0 of" in message[0] and "at least two" in message[0]
+    done = [p.name for p in (holisqa / "outputs" / "hug").iterdir()]
+    assert any(name.startswith("extract.h") for name in done)  # completed work is kept
