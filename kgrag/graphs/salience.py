@@ -3,7 +3,7 @@
 Why: the paper's HolisQA graphs have about 1,700–2,200 nodes per domain and about as
 many edges (near-forests; notes, Table 5), because an LLM extractor keeps only the
 entities a passage is about. The ``nlp`` extraction keeps every named-entity span and
-noun chunk, twenty times as many nodes and forty relationships per chunk, so a
+noun chunk, many times as many nodes and dozens of relationships per chunk, so a
 hierarchy over it is mostly one-chunk phrases and generic hubs, and a budgeted
 expansion spends its tokens on their rows. Two rules, both applied after
 canonicalisation (merged names pool their chunks), bring the graph to the paper's size:

@@ -73,7 +73,7 @@ class Completion:
 
 def usable_cores() -> int:
     """The CPU cores this process may run on. llama-cpp-python's own default is half
-    the machine's cores, which on 2 cores leaves one idle (23% slower extraction)."""
+    the machine's cores, which on 2 cores leaves one idle (slower extraction)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
