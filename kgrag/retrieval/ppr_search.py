@@ -48,6 +48,7 @@ from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
+from kgrag.models.embed_backends import TORCH, identity
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
@@ -294,9 +295,14 @@ class PprSearch:
 
 
 def _identity(embedder: Any) -> str | None:
-    """The embedder's model identity (name links, fact links and synonyms embed with it)."""
+    """The embedder's identity, its backend included (name links, fact links and synonyms
+    embed with it, and an int8 backend's vectors are not the fp32 ones)."""
     settings = getattr(embedder, "settings", None)
-    return None if embedder is None else getattr(settings, "sha256", None) or str(id(embedder))
+    if embedder is None:
+        return None
+    if getattr(settings, "sha256", None) is None:
+        return str(id(embedder))
+    return identity(settings.sha256, getattr(settings, "backend", TORCH))
 
 
 def walk_problems(index: int, entry: Config, spec: Config) -> Iterator[Problem]:
