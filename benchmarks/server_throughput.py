@@ -36,8 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,10 +43,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the extraction benchmark's chunks
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests' local server
 
 from llm_extraction_speed import musique_chunks
 
@@ -62,6 +60,7 @@ from kgrag.models.llm import CachedLLM, LlamaCppBackend, LLMSettings, usable_cor
 from kgrag.models.pipelines import load_pipeline, resolve_pipeline
 from kgrag.models.registry import resolve_llm
 from kgrag.models.served import ServerBackend, resolve_llm_entry
+from tests.local_server import LocalServer
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "specs" / "quickstart.yaml"
@@ -69,39 +68,7 @@ WARM_UP = 2  # chunks after the measured ones, run by each variant before its ti
 COLUMNS = ("variant", "chunks", "wall_s", "chunks_per_min", "vs_in_process", "same_triples")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """llama-cpp-python's server on 127.0.0.1 for one GGUF, up until ``stop``."""
-
-    def __init__(self, model: Path, threads: int, n_ctx: int) -> None:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}/v1"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host",
-             "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads",
-             str(threads), "--n_threads_batch", str(threads), "--verbose", "false"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                httpx.get(f"{self.url}/models", timeout=1).raise_for_status()
-                return
-            except httpx.HTTPError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the llama-cpp-python server did not start") from None
-                time.sleep(0.2)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(30)
-
-
-def served_llm(server: Server, model: Any, cache: CallCache, concurrency: int) -> CachedLLM:
+def served_llm(server: LocalServer, model: Any, cache: CallCache, concurrency: int) -> CachedLLM:
     served = resolve_llm_entry({"server": server.url, "model": str(model.path),
                                 "identity": f"sha256:{model.sha256}",
                                 "concurrency": concurrency}, None, "models.llm")
@@ -144,7 +111,7 @@ def extraction_rows(count: int, folder: Path) -> list[dict[str, Any]]:
                           "grammar": None})  # the model loads outside the timed part
         llm = CachedLLM(backend.settings, CallCache(folder / name), backend)
         rows.append(timed(name, llm, lambda llm=llm: [one(llm, item) for item in work]))
-    server = Server(model.path, threads, 4096)
+    server = LocalServer(model.path, 4096, threads)
     try:
         for concurrency in (1, 2, 4):
             name = f"server-c{concurrency}"
@@ -173,7 +140,7 @@ def quickstart_rows(folder: Path) -> list[dict[str, Any]]:
     (project / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
     shutil.copytree(REPO / "corpora", project / "corpora")
     rows = []
-    server = Server(model.path, usable_cores(), 8192)
+    server = LocalServer(model.path, 8192, usable_cores())
     try:
         served_model = {**spec["models"]["llm"], "server": server.url, "model": str(model.path),
                         "identity": f"sha256:{model.sha256}", "concurrency": 1}

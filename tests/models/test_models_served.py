@@ -11,12 +11,8 @@ one clear error, exit 2 from the command line, and a run keeps what it completed
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from kgrag import api, cli
@@ -27,6 +23,7 @@ from kgrag.models.llm import CachedLLM, LLMSettings
 from kgrag.models.registry import resolve_llm
 from kgrag.models.served import ServerBackend, resolve_llm_entry
 from tests.conftest import RefusingBackend, write_spec
+from tests.local_server import LocalServer, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -36,36 +33,14 @@ COLOR = {"type": "object", "properties": {"color": {"enum": ["red", "green", "bl
          "required": ["color"], "additionalProperties": False}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server() -> str:
     """The base URL of a llama-cpp-python server with SmolLM2, stopped after the module."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(SMOLLM2.path),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--verbose", "false"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/v1"
+    running = LocalServer(SMOLLM2.path, n_ctx=4096, timeout_s=120)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(f"{url}/models", timeout=1).raise_for_status()
-                break
-            except httpx.HTTPError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the server did not start: "
-                                       f"{process.stderr.read().decode()[-2000:]}") from None
-                time.sleep(0.2)
-        yield url
+        yield running.url
     finally:
-        process.terminate()
-        process.wait(30)
+        running.stop()
 
 
 @pytest.fixture
