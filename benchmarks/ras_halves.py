@@ -5,7 +5,9 @@
 
 With ``--run`` it first runs the ras rows' retrieve steps and only the steps they read
 (not the answers, not the training of a row that is not asked for); ``--only`` keeps
-the rows whose entry name is listed. An interrupted run resumes through the call cache.
+the rows whose entry name is listed; ``--train-only`` runs only what the rows read (the
+Graph-LLM's training: one bounded piece under a CPU lock) and reports nothing. An
+interrupted run resumes through the call cache.
 
 For every ras row (few-shot, trained, oracle…) and each half, over the questions the row
 retrieved for that have supporting passages: ``n``; ``recall@5`` and ``recall@10`` of
@@ -50,6 +52,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the halves' seed")
     parser.add_argument("--run", action="store_true", help="run the ras rows first")
     parser.add_argument("--only", help="comma-separated entry names: only these rows")
+    parser.add_argument("--train-only", action="store_true",
+                        help="with --run: only the steps the rows read (their training), "
+                             "not the rows themselves, and no report")
     args = parser.parse_args()
     session = api.open_session(args.spec)
     only = set(args.only.split(",")) if args.only else None
@@ -57,8 +62,13 @@ def main() -> None:
             and s.config["strategy"]["strategy"] == "ras"
             and (only is None or s.config["strategy"]["name"] in only)]
     if args.run:
+        steps = session.plan.upstream([s.name for s in rows])
+        if args.train_only:
+            steps = [s for s in steps if s not in rows]
         run_plan(session.plan, spec=session.spec, models=session.models,
-                 run_dir=session.run_dir, steps=session.plan.upstream([s.name for s in rows]))
+                 run_dir=session.run_dir, steps=steps)
+        if args.train_only:
+            return
     questions = read_questions(session.artefact("corpus"))
     split = halves(questions["question_id"], args.seed)
     gold_of = dict(zip(questions["question_id"], questions["supporting_doc_ids"].to_list()))
