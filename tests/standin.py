@@ -18,7 +18,7 @@ from typing import Any
 
 from kgrag import api
 from kgrag.contents.metrics import read_metrics
-from kgrag.models.llm import Completion
+from kgrag.models.backend import Completion
 from kgrag.pipeline.runner import run_plan
 
 WORD = re.compile(r"\b[A-Z][a-z]{3,}\b")

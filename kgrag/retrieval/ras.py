@@ -116,7 +116,7 @@ class RasStrategy:
                       if config["evidence"] == "triples" else None)
         graph_llm = None
         if config.get("graph_llm"):
-            from kgrag.models.graph_llm import load_cached_graph_llm
+            from kgrag.training.graph_llm import load_cached_graph_llm
 
             graph_llm = load_cached_graph_llm(artefacts["graph_llm"], models)
         elif config["planning"] == "few_shot" and resources.llm is None:

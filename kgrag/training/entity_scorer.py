@@ -63,14 +63,6 @@ def load_entity_scorer(folder: Path) -> TrainedScorer:
     return load(folder, "entity", _build)
 
 
-def entity_scores(scorer: TrainedScorer, graph: QuestionGraph):
-    """p(e) for every entity of the graph, (n_e,) as a numpy array."""
-    import torch
-
-    with torch.no_grad():
-        return torch.sigmoid(scorer.module.logits(scorer.module.inputs(graph))).numpy()
-
-
 def degree_histogram(graphs: Sequence[QuestionGraph]) -> list[int]:
     """How many entities have each in-degree, over the graphs' edges in both directions."""
     import torch

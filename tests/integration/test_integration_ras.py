@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, LLMSettings
+from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import resolve_llm
 from kgrag.retrieval.ras_plan import NO_RETRIEVAL, SUBQ, SUFFICIENT, few_shot_plan, history
 from kgrag.training.subq import Document, subquery

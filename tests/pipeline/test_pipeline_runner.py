@@ -180,7 +180,7 @@ def test_an_artefact_without_a_listing_that_reads_whole_is_listed_then_checked(t
 @step_kind("test-lookup", "1")
 def _lookup(ctx):
     for word in ctx.config["words"]:
-        ctx.models.cache.get_or_compute(f"toy:{word}", "toy", lambda: {"text": "x"})
+        ctx.models.cache.get_or_compute_many([f"toy:{word}"], "toy", lambda todo: [{"text": "x"}])
     (ctx.out_dir / "done.txt").write_text("")
 
 

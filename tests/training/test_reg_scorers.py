@@ -10,7 +10,6 @@ import torch
 from kgrag.errors import KgragError
 from kgrag.training.entity_scorer import (
     EntityScorerSettings,
-    entity_scores,
     load_entity_scorer,
     train_entity_scorer,
 )
@@ -24,6 +23,13 @@ from kgrag.training.triple_scorer import (
 )
 
 DIM = 16
+
+
+def entity_scores(scorer, graph: QuestionGraph) -> np.ndarray:
+    """p(e) for every entity of the graph, (n_e,)."""
+    with torch.no_grad():
+        return torch.sigmoid(scorer.module.logits(scorer.module.inputs(graph))).numpy()
+
 RELATIONS = np.random.default_rng(7).normal(size=(5, DIM)).astype(np.float32)
 
 
