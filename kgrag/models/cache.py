@@ -39,7 +39,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,7 +83,7 @@ class CallCache:
         self.directory = directory
         self.sealed = sealed
         self._recordings: list[set[str]] = []
-        with self._storing():
+        with storing(self.directory):
             try:
                 directory.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -93,9 +93,6 @@ class CallCache:
                                  f"{exc}") from exc
             self._cache = diskcache.Cache(str(directory), size_limit=2**40,
                                           eviction_policy="none")
-
-    def _storing(self) -> AbstractContextManager[None]:
-        return storing(self.directory)
 
     @contextmanager
     def recording(self) -> Iterator[set[str]]:
@@ -160,12 +157,12 @@ class CallCache:
     def _claim(self, keys: list[str]) -> set[str]:
         """The keys this process now holds: those neither stored nor claimed already."""
         holder = _holder()
-        with self._storing(), self._cache.transact():
+        with storing(self.directory), self._cache.transact():
             return {key for key in keys if key not in self._cache
                     and self._cache.add(f"claim:{key}", holder, expire=CLAIM_TTL_S)}
 
     def _release(self, keys: set[str]) -> None:
-        with self._storing(), self._cache.transact():
+        with storing(self.directory), self._cache.transact():
             for key in keys:
                 self._cache.delete(f"claim:{key}")
 
@@ -174,7 +171,7 @@ class CallCache:
         unclaimed (so it is worth looking again at once rather than after a pause)."""
         alive: dict[tuple, bool] = {}
         freed = False
-        with self._storing(), self._cache.transact():
+        with storing(self.directory), self._cache.transact():
             for key in keys:
                 holder = self._cache.get(f"claim:{key}")
                 if holder is not None:
@@ -191,7 +188,7 @@ class CallCache:
         """Store ``payload`` under ``key`` with a checksum."""
         body = canonical_json(payload)
         digest = hashlib.sha256(body.encode()).hexdigest()
-        with self._storing():
+        with storing(self.directory):
             self._cache.set(key, f"{digest}\n{body}".encode())
 
     def get_many(self, keys: list[str], model: str) -> list[dict[str, Any] | None]:
@@ -206,7 +203,7 @@ class CallCache:
 
     def set_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         """Batch store in one transaction."""
-        with self._storing(), self._cache.transact():
+        with storing(self.directory), self._cache.transact():
             for key, payload in items:
                 self.set(key, payload)
 
@@ -230,7 +227,7 @@ class CallCache:
         """The payloads stored under ``keys``; None where absent or corrupt. Several
         keys are read in one transaction (one lock instead of one per key); a single key
         needs none."""
-        with self._storing():
+        with storing(self.directory):
             if len(keys) == 1:
                 raws = [self._cache.get(keys[0])]
             else:
@@ -250,20 +247,20 @@ class CallCache:
         except (ValueError, TypeError, UnicodeDecodeError) as exc:
             log.warning("corrupt cache entry %s (%s) in %s: treated as missing and deleted",
                         key, exc, self.directory)
-            with self._storing():
+            with storing(self.directory):
                 self._cache.delete(key)
             return None
 
     def _count(self, model: str, what: str, n: int = 1) -> None:
         if n:
-            with self._storing():
+            with storing(self.directory):
                 self._cache.incr(f"stats:{model}:{what}", n, default=0)
 
     def stats(self) -> CacheStats:
         """Entry count (model outputs only), size on disk and hits/misses by model."""
         by_model: dict[str, dict[str, int]] = {}
         entries = 0
-        with self._storing():
+        with storing(self.directory):
             for key in self._cache.iterkeys():
                 if key.startswith("claim:"):
                     continue
@@ -278,7 +275,7 @@ class CallCache:
 
     def clear(self) -> int:
         """Remove every entry and counter; returns how many there were."""
-        with self._storing():
+        with storing(self.directory):
             return int(self._cache.clear())
 
     def close(self) -> None:
