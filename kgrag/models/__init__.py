@@ -253,8 +253,9 @@ class Models:
                                 f"is missing here: {exc}")
                 continue
             if found is not None and found.sha256 != was["sha256"]:
+                where = found.url if isinstance(found, ServedModel) else found.path
                 problems.append(f"model {was['name']} ({key}) differs: the bundle was made "
-                                f"with sha256 {was['sha256'][:16]}…, {found.path} has "
+                                f"with sha256 {was['sha256'][:16]}…, {where} has "
                                 f"{found.sha256[:16]}…")
         return problems
 
