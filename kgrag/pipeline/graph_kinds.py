@@ -13,10 +13,7 @@ from typing import Any
 
 from kgrag.contents.bipartite import keyword_degrees
 from kgrag.contents.entities import entity_degrees
-from kgrag.graphs.hybrid_extraction import HYBRID_VERSION
-from kgrag.graphs.nlp_extraction import NLP_EXTRACTOR_VERSION
-from kgrag.pipeline.plan import Plan
-from kgrag.spec.declarations import (
+from kgrag.declarations import (
     Config,
     ExtractionMethod,
     GraphKind,
@@ -25,6 +22,9 @@ from kgrag.spec.declarations import (
     Problem,
     step_name,
 )
+from kgrag.graphs.hybrid_extraction import HYBRID_VERSION
+from kgrag.graphs.nlp_extraction import NLP_EXTRACTOR_VERSION
+from kgrag.pipeline.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -46,16 +46,16 @@ import numpy as np
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
+from kgrag.declarations import Config, Param, Problem
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
 from kgrag.models.embed_backends import TORCH, identity
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
-from kgrag.spec.declarations import Config, Param, Problem
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 # A personalised-PageRank walk's parameters: strategy ppr's, and those of the ppr channels
 # of ket (skeleton_search: ppr) and hugrag (entity_seeds: ppr).

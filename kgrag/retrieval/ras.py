@@ -48,41 +48,29 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kgrag.declarations import Config, Need, Param, Problem, Strategy, TrainedRef
 from kgrag.errors import KgragError
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.fusion import RANKERS
 from kgrag.retrieval.ras_oracle import ORACLE_SOURCES, GoldPlans
-from kgrag.retrieval.ras_plan import (
+from kgrag.retrieval.ras_plan import Plan, few_shot_plan, parse_plan
+from kgrag.retrieval.ras_triples import QueryGraph, passage, text_to_triples
+from kgrag.retrieval.units import Evidence
+from kgrag.training.ras_text import (
     GRAPH_INFO,
     NO_RETRIEVAL,
     SUBQ,
     SUFFICIENT,
-    Plan,
-    few_shot_plan,
+    answer_input,
     history,
-    parse_plan,
+    plan_input,
+    render,
 )
-from kgrag.retrieval.ras_triples import QueryGraph, passage, render, text_to_triples
-from kgrag.retrieval.units import Evidence
-from kgrag.spec.declarations import Config, Need, Param, Problem, Strategy, TrainedRef
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 WHY_GRAPH_LLM = "graph_llm names the trained planner-answerer"
 GRAPH_LLM_PLAN_TOKENS = 48
-
-
-def member(config: Config) -> Config:
-    """The retriever entry's concrete config (compile puts it in place of its name)."""
-    found = config.get("retriever")
-    if not isinstance(found, dict):
-        raise KgragError(f"strategy {config['name']!r}: retriever needs the config of a query "
-                         "entry (a spec names one; compile resolves it)")
-    if found["strategy"] not in RANKERS:
-        raise KgragError(f"strategy {config['name']!r}: {found['strategy']} does not rank "
-                         f"chunks; name an entry of {', '.join(sorted(RANKERS))}")
-    return found
 
 
 def check_iterations(config: Config) -> None:
@@ -107,10 +95,7 @@ class RasStrategy:
     def load(cls, config: Config, artefacts: dict[str, Path], resources: Resources
              ) -> RasStrategy:
         check_iterations(config)
-        found = member(config)
-        own = {role.split(".", 1)[1]: path for role, path in artefacts.items()
-               if role.startswith("retriever.")}
-        retriever = RANKERS[found["strategy"]].runs.load(found, own, resources)
+        retriever = resources.members["retriever"]
         models = resources.models
         to_triples = (text_to_triples(config["extraction"], models)
                       if config["evidence"] == "triples" else None)
@@ -252,7 +237,7 @@ def oracle_plan(gold: list[str], question: str, retrieved: int) -> Plan:
 def subquery_writer(resources: Resources) -> Any:
     """HotpotQA-SUBQ's sub-queries of a question's supporting paragraphs by the spec's LLM
     (the oracle's gold where the data has no decomposition)."""
-    from kgrag.training.subq import Document, subqueries  # it reads this module's prompts
+    from kgrag.training.subq import Document, subqueries
 
     def write(question: str, paragraphs: list[tuple[str, str]]) -> list[str]:
         if resources.llm is None:
@@ -267,22 +252,6 @@ def subquery_writer(resources: Resources) -> Any:
 def _shown(plan: Plan) -> str:
     return f"{SUBQ} {plan.query}" if plan.kind == SUBQ else (
         plan.kind if plan.valid else f"invalid -> {SUFFICIENT}")
-
-
-PLAN_INSTRUCTION = ("Plan the next step for the question: reply [NO_RETRIEVAL], [SUBQ] with "
-                    "a sub-question, or [SUFFICIENT].")
-ANSWER_INSTRUCTION = ("Answer the question. Each [SUBQ] is followed by the graph information "
-                      "it retrieved; use it if it helps. Reply with the shortest answer.")
-
-
-def plan_input(text: str) -> str:
-    """What the Graph-LLM reads to plan (its training samples' prompts are the same)."""
-    return f"{PLAN_INSTRUCTION}\n{text}"
-
-
-def answer_input(text: str) -> str:
-    """What the Graph-LLM reads to answer."""
-    return f"{ANSWER_INSTRUCTION}\n{text}"
 
 
 def uses_llm(config: Config) -> bool:
@@ -306,35 +275,34 @@ def calls(config: Config) -> int:
 
 
 def _needs(config: Config) -> dict[str, Need]:
-    """The retriever's artefacts under ``retriever.<role>`` once compile has resolved it
-    (spec checks see its name: that entry's needs are checked on it), and the
-    Graph-LLM's folder."""
+    """The Graph-LLM's folder, and the corpus for an oracle's gold sub-questions (the
+    retriever's artefacts are its member's: ``kgrag.retrieval``)."""
     needs: dict[str, Need] = {}
-    if isinstance(config.get("retriever"), dict):
-        found = member(config)
-        needs |= {f"retriever.{role}": need
-                  for role, need in RANKERS[found["strategy"]].needs(found).items()}
     if config.get("graph_llm"):
         needs["graph_llm"] = TrainedRef("graph_llm", "graph_llm", WHY_GRAPH_LLM)
     if config.get("planning") == "oracle":
-        needs["corpus"] = "corpus"  # the gold sub-questions
+        needs["corpus"] = "corpus"
     return needs
 
 
+def _with_retriever(config: Config, extraction: Config) -> Config:
+    """The entry once its retriever is a concrete config: its fingerprint covers the
+    retriever's embedder (the questions' and sub-queries' vectors are the retriever's)
+    and the spec's extraction, which turns its passages into triples."""
+    resolved = dict(config)
+    if config["retriever"].get("embedder"):
+        resolved["embedder"] = config["retriever"]["embedder"]
+    if config["evidence"] == "triples":
+        resolved["extraction"] = extraction
+    return resolved
+
+
 def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
-    """``retriever`` must name another entry that ranks chunks; planning by a Graph-LLM
-    is the trained model's; the Graph-LLM's switches need one."""
-    entries = {q["name"]: q["strategy"] for q in spec["query"]}
-    name = raw.get("retriever")
-    if name is None:
+    """``retriever`` must be given (``kgrag.spec.references`` checks that it names
+    another entry that ranks chunks); the Graph-LLM's switches need one; an oracle needs
+    gold sub-questions."""
+    if raw.get("retriever") is None:
         yield ("query", index), "strategy ras needs 'retriever': the name of another query entry"
-    elif name not in entries or name == raw.get("name"):
-        yield ("query", index, "retriever"), (f"no other query entry named '{name}' (known: "
-                                              f"{', '.join(entries)})")
-    elif entries[name] not in RANKERS:
-        yield ("query", index, "retriever"), (f"'{name}' is a {entries[name]} entry; ras "
-                                              "retrieves with an entry of "
-                                              f"{', '.join(sorted(RANKERS))}")
     if raw.get("graph_llm") is None and raw.get("graph_encoder") is False:
         yield ("query", index, "graph_encoder"), "graph_encoder applies only with a graph_llm"
     dataset = spec["corpus"].get("dataset")
@@ -377,4 +345,5 @@ DECLARATION = Strategy(
      Param("answer_tokens", {"type": "integer", "minimum": 1},
            "new tokens of a Graph-LLM answer.", default=32)),
     RasStrategy, _needs, problems=_problems, uses_llm=uses_llm, calls_per_question=calls,
-    answers_in_trace=lambda config: bool(config.get("graph_llm")))
+    answers_in_trace=lambda config: bool(config.get("graph_llm")), member_key="retriever",
+    with_members=_with_retriever)

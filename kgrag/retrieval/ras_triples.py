@@ -9,8 +9,8 @@ unlabelled co-occurrence edges state no predicate and give no triple. With ``llm
 predicate is the relationship's description. Names are the extraction's normalised
 (upper-case) names, shown in the passage's own casing when it contains them.
 
-A triple renders as ``(S> s| P> p| O> o)``, a passage's triples comma-separated. A
-passage with no triple adds nothing to the graph and is counted in the trace.
+A triple renders as RAS's text says (``kgrag.training.ras_text.render``). A passage
+with no triple adds nothing to the graph and is counted in the trace.
 
 The per-query graph keeps, per sub-query, the triples it added (a triple already in
 the graph is not added again): the Graph-LLM encodes each sub-query's subgraph apart
@@ -29,15 +29,10 @@ from kgrag.errors import KgragError
 from kgrag.graphs.elements import Extraction
 from kgrag.graphs.extraction import extract
 from kgrag.graphs.nlp_extraction import LABELLED_STRENGTH, Chunk, NlpExtractor
+from kgrag.training.ras_text import Triple
 
-Triple = tuple[str, str, str]
 LLM_PREDICATE_WORDS = 8  # an LLM relationship's description, cut to a predicate's length
 NLP_LABELLED = ": "  # the nlp extractor describes a labelled relationship "<label>: <sentence>"
-
-
-def render(triples: Sequence[Triple]) -> str:
-    """Triples in the paper's format, comma-separated."""
-    return ", ".join(f"(S> {s}| P> {p}| O> {o})" for s, p, o in triples)
 
 
 def _cased(name: str, text: str) -> str:

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kgrag.spec.declarations import NO_DEFAULT, STRATEGY_COMMON, Param, Strategy
+from kgrag.declarations import NO_DEFAULT, STRATEGY_COMMON, Param, Strategy
 from kgrag.spec.references import declared
 from kgrag.spec.schema import SCHEMA, SCHEMA_PATH
 from kgrag.training import TRAINING_METHODS

@@ -24,8 +24,8 @@ import yaml
 from jsonschema import ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from kgrag.configuration import Spec, find_root, freeze
 from kgrag.errors import KgragError
-from kgrag.spec.model import Spec, find_root, freeze
 from kgrag.spec.references import prune_defaults, reference_problems
 from kgrag.spec.schema import SCHEMA, VALIDATOR, fill_defaults
 

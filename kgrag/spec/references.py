@@ -1,5 +1,5 @@
 """Cross-references between a spec's graph builds and query strategies, checked against
-the declarations (``kgrag.spec.declarations``).
+the declarations (``kgrag.declarations``).
 
 The schema lists every parameter any graph kind, strategy or extraction method takes;
 which of them apply to which kind or method, and which graph a strategy must name, is
@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kgrag.errors import KgragError
-from kgrag.spec.declarations import (
+from kgrag.declarations import (
     NO_DEFAULT,
     STRATEGY_COMMON,
     Config,
@@ -27,6 +26,7 @@ from kgrag.spec.declarations import (
     sweep_keys,
     variants,
 )
+from kgrag.errors import KgragError
 
 COMMON_GRAPH = {"name", "kind"}
 COMMON_STRATEGY = {"name", "strategy"} | param_names(STRATEGY_COMMON)
@@ -69,10 +69,31 @@ def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
         q = with_defaults(q, strategy.params_of(q))
         yield from _misplaced_in_strategy(i, q_raw, q, strategy)
         own = list(strategy.problems(i, q_raw, q, filled))
+        own += _member_problems(i, q_raw, strategy, filled)
         yield from own
         if not own:  # an entry with its own problems may not say what it needs
             yield from _graph_problems(i, q, strategy, kinds)
             yield from _trained_problems(i, q, strategy, filled)
+
+
+def _member_problems(i: int, raw: Config, strategy: Strategy, filled: Config
+                     ) -> list[Problem]:
+    """Each entry a strategy built on others names must be another entry of the query list
+    that ranks chunks (``kgrag.retrieval.RANKERS``)."""
+    from kgrag.retrieval import RANKERS
+
+    entries = {q["name"]: q["strategy"] for q in filled["query"]}
+    problems: list[Problem] = []
+    for role, name in strategy.members(raw).items():
+        path = ("query", i, *strategy.member_path(role))
+        if name not in entries or name == raw.get("name"):
+            problems.append((path, (f"no other query entry named '{name}' (known: "
+                                    f"{', '.join(entries)})")))
+        elif entries[name] not in RANKERS:
+            problems.append((path, (f"'{name}' is a {entries[name]} entry; strategy "
+                                    f"{strategy.name} takes the ranking of an entry of "
+                                    f"{', '.join(RANKERS)}")))
+    return problems
 
 
 def _training_problems(raw: Config, filled: Config) -> Iterator[Problem]:
@@ -162,8 +183,8 @@ def _graph_problems(i: int, entry: Config, strategy: Strategy, kinds: dict[str, 
 
 
 def _needs(entry: Config, strategy: Strategy) -> list[Any]:
-    """What the entry reads, in every variant of its sweep; nothing for fusion, whose
-    members are other entries, checked on their own."""
+    """What the entry reads itself, in every variant of its sweep (its members are other
+    entries, checked on their own)."""
     try:
         return [need for _, variant in variants(entry, sweep_keys(STRATEGY_COMMON
                                                                   + strategy.params_of(entry)))

@@ -38,8 +38,8 @@ from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.merge import merge
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
 from kgrag.models.llm import CachedLLM
-from kgrag.pipeline.step import Counts, StepContext, step_kind
 from kgrag.retrieval.units import unit_text
+from kgrag.steps.step import Counts, StepContext, step_kind
 
 
 @step_kind("core", "1")

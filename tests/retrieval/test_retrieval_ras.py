@@ -12,9 +12,10 @@ import pytest
 from kgrag.errors import KgragError
 from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
 from kgrag.retrieval.ras import RasStrategy, check_iterations
-from kgrag.retrieval.ras_plan import NO_RETRIEVAL, SUBQ, SUFFICIENT, history, parse_plan
-from kgrag.retrieval.ras_triples import QueryGraph, passage, render, triples_of
+from kgrag.retrieval.ras_plan import parse_plan
+from kgrag.retrieval.ras_triples import QueryGraph, passage, triples_of
 from kgrag.spec.load import load_spec
+from kgrag.training.ras_text import NO_RETRIEVAL, SUBQ, SUFFICIENT, history, render
 from tests.conftest import write_spec
 from tests.standin import RuleLLM, open_with, run_with
 
