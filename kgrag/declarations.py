@@ -268,13 +268,24 @@ class GraphKind:
 
 @dataclass(frozen=True)
 class ExtractionMethod:
-    """An extraction method: its parameters, and ``config(settings, models, llm_work)``,
-    the ``extract`` steps' config (what their fingerprints cover)."""
+    """An extraction method: its parameters; ``config(settings, models, llm_work)``, the
+    ``extract`` steps' config (what their fingerprints cover); ``extract(chunks, config,
+    run)``, one ``Extraction`` per chunk; ``llm_calls_per_chunk``, its LLM requests per
+    chunk at most (before retries); and ``triples(extraction, chunk)``, the (subject,
+    predicate, object) triples a chunk's relationships state (RAS's text-to-triples).
+    ``kgrag.graphs.extraction_methods`` declares them."""
 
     name: str
     summary: str
     params: tuple[Param, ...]
     config: Callable[..., Config]
+    extract: Callable[..., list[Any]]
+    llm_calls_per_chunk: int
+    triples: Callable[..., list[tuple[str, str, str]]]
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.llm_calls_per_chunk > 0
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,11 @@ from kgrag.declarations import (
 )
 from kgrag.errors import KgragError
 from kgrag.eval.registry import lookup
+from kgrag.graphs.extraction_methods import method_of
 from kgrag.models import Models
 from kgrag.models.registry import file_sha256, folder_sha256
 from kgrag.pipeline.artefacts import artefact_dir
-from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS, BuildEnv
+from kgrag.pipeline.graph_kinds import GRAPH_KINDS, BuildEnv
 from kgrag.pipeline.plan import Plan
 from kgrag.retrieval import STRATEGIES, inputs, members, needs
 from kgrag.retrieval.naive import dense_index
@@ -184,8 +185,7 @@ def _build_env(spec: Spec, models: Models, llm: dict[str, Any]) -> BuildEnv:
                 "prompt": spec.extraction["prompt"]}
     settings = thaw(spec.extraction)
     return BuildEnv(embedder="",
-                    extraction=EXTRACTION_METHODS[settings["method"]].config(settings, models,
-                                                                           llm_work),
+                    extraction=method_of(settings).config(settings, models, llm_work),
                     llm_work=llm_work, titled=spec.chunking["title"])
 
 

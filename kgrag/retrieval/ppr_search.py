@@ -48,6 +48,7 @@ from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.declarations import Config, Param, Problem
 from kgrag.errors import KgragError
+from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, method_of, parses
 from kgrag.graphs.ppr import Walk
 from kgrag.models.embed_backends import TORCH, identity
 from kgrag.retrieval.entity_graph import EntityGraph
@@ -308,10 +309,11 @@ def _identity(embedder: Any) -> str | None:
 def walk_problems(index: int, entry: Config, spec: Config) -> Iterator[Problem]:
     """The question-mention options need the nlp extraction's pipeline, and the
     nearest-name fallback needs mentions to link."""
-    if entry.get("question_mentions") and spec["extraction"]["method"] != "nlp":
+    if entry.get("question_mentions") and not parses(method_of(spec["extraction"])):
         yield ("query", index, "question_mentions"), (
             "question_mentions finds mentions with the nlp extraction's spaCy pipeline; set "
-            "extraction: {method: nlp}")
+            f"extraction: {{method: nlp}} (or another method that parses: "
+            f"{', '.join(m.name for m in EXTRACTION_METHODS.values() if parses(m))})")
     if entry.get("nearest_names") and not entry.get("question_mentions"):
         yield ("query", index, "nearest_names"), (
             "nearest_names links question mentions no name matches; set question_mentions: "

@@ -48,8 +48,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kgrag.declarations import Config, Need, Param, Problem, Strategy, TrainedRef
+from kgrag.declarations import (
+    Config,
+    ExtractionMethod,
+    Need,
+    Param,
+    Problem,
+    Strategy,
+    TrainedRef,
+)
 from kgrag.errors import KgragError
+from kgrag.graphs.extraction_methods import method_of
 from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.ras_oracle import ORACLE_SOURCES, GoldPlans
 from kgrag.retrieval.ras_plan import Plan, few_shot_plan, parse_plan
@@ -254,23 +263,27 @@ def _shown(plan: Plan) -> str:
         plan.kind if plan.valid else f"invalid -> {SUFFICIENT}")
 
 
+def _extracting(config: Config) -> ExtractionMethod | None:
+    """The extraction method that turns passages into triples, if the loop does."""
+    return method_of(config["extraction"]) if config["evidence"] == "triples" else None
+
+
 def uses_llm(config: Config) -> bool:
-    """Whether the loop calls the spec's LLM: to plan few-shot, to write an oracle's
-    HotpotQA-SUBQ sub-queries, or to extract triples."""
-    extracts = config["evidence"] == "triples" and config.get("extraction", {}).get("method") \
-        == "llm"
-    return extracts or config["planning"] == "oracle" or (
+    """Whether the loop calls the spec's LLM: to plan few-shot or to write an oracle's
+    HotpotQA-SUBQ sub-queries. Its text-to-triples calls the extraction's LLM, whose
+    identity the ``extraction`` config already holds."""
+    return config["planning"] == "oracle" or (
         config["planning"] == "few_shot" and not config.get("graph_llm"))
 
 
 def calls(config: Config) -> int:
     """Model requests per question at most (before retries): a plan before and after each
     retrieval (an oracle: a sub-query per later retrieval, where the LLM writes them), an
-    answer from a Graph-LLM, and with LLM extraction one per passage."""
+    answer from a Graph-LLM, and the extraction's calls per passage."""
     n = config["max_iterations"]
     planned = {"fixed": 0, "oracle": n - 1}.get(config["planning"], 1 + n)
-    extracted = n * config["retrieve_k"] if uses_llm(config) and config.get("extraction", {}).get(
-        "method") == "llm" else 0
+    method = _extracting(config)
+    extracted = n * config["retrieve_k"] * method.llm_calls_per_chunk if method else 0
     return planned + bool(config.get("graph_llm")) + extracted
 
 

@@ -29,7 +29,7 @@ SWEEP = "A list runs every value (a sweep)."
 
 def generated_schema(schema: dict[str, Any] = SCHEMA) -> dict[str, Any]:
     """``schema`` with its declared parts rewritten from the declarations."""
-    from kgrag.pipeline.graph_kinds import EXTRACTION_COMMON
+    from kgrag.graphs.extraction_methods import DEFAULT_METHOD, EXTRACTION_COMMON
 
     strategies, kinds, methods = declared()
     defs = schema["$defs"]
@@ -38,7 +38,7 @@ def generated_schema(schema: dict[str, Any] = SCHEMA) -> dict[str, Any]:
     graph = _object(defs["graph"], "kind", kinds.values(), _takers)
     extraction = _object(defs["extraction"], "method", methods.values(), _takers,
                          EXTRACTION_COMMON)
-    extraction["properties"]["method"]["default"] = "llm"
+    extraction["properties"]["method"]["default"] = DEFAULT_METHOD
     training = _object(defs["training"], "method", TRAINING_METHODS.values(), _takers)
     return {**schema, "$defs": {**defs, "strategy": strategy, "graph": graph,
                                 "extraction": extraction, "training": training}}

@@ -35,7 +35,8 @@ COMMON_STRATEGY = {"name", "strategy"} | param_names(STRATEGY_COMMON)
 def declared() -> tuple[dict[str, Strategy], dict[str, Any], dict[str, Any]]:
     """The registries: strategies, graph kinds and extraction methods. Imported here, when
     a spec is checked, because they live beside their code."""
-    from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS
+    from kgrag.graphs.extraction_methods import EXTRACTION_METHODS
+    from kgrag.pipeline.graph_kinds import GRAPH_KINDS
     from kgrag.retrieval import STRATEGIES
 
     return STRATEGIES, GRAPH_KINDS, EXTRACTION_METHODS
@@ -47,7 +48,7 @@ def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
     ``raw`` is what the user wrote (to see which parameters were set explicitly);
     ``filled`` has the defaults.
     """
-    from kgrag.pipeline.graph_kinds import EXTRACTION_COMMON
+    from kgrag.graphs.extraction_methods import EXTRACTION_COMMON
 
     strategies, graph_kinds, methods = declared()
     method = filled["extraction"]["method"]
