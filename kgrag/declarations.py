@@ -298,7 +298,8 @@ class TrainingMethod:
     (each model step, as ARK's curriculum stages); any other model is read by the
     strategies that name the entry through a ``TrainedRef`` of that kind. ``evidence``
     is what it trains on: "chunks" (the plan chunks the corpus) or the triples of a
-    knowledge-graph corpus (``Strategy.evidence``)."""
+    knowledge-graph corpus (``Strategy.evidence``). ``problems(index, raw entry, filled
+    entry, filled spec)`` yields the method's own spec checks, as a strategy's do."""
 
     name: str
     summary: str
@@ -307,6 +308,7 @@ class TrainingMethod:
     model_kind: str
     trains: str = "embedder"
     evidence: str = "chunks"
+    problems: Callable[[int, Config, Config, Config], Iterator[Problem]] = _no_problems
 
 
 def param_names(params: tuple[Param, ...]) -> set[str]:

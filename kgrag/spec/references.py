@@ -98,19 +98,16 @@ def _member_problems(i: int, raw: Config, strategy: Strategy, filled: Config
 
 
 def _training_problems(raw: Config, filled: Config) -> Iterator[Problem]:
-    """Duplicate training names, and an entry whose windows are upside down."""
+    """Duplicate training names, and each method's own checks."""
+    from kgrag.training import TRAINING_METHODS
+
     names: set[str] = set()
-    for i, entry in enumerate(filled.get("training", [])):
+    for i, (t_raw, entry) in enumerate(zip(raw.get("training", []),
+                                           filled.get("training", []))):
         if entry["name"] in names:
             yield ("training", i, "name"), f"duplicate training name '{entry['name']}'"
         names.add(entry["name"])
-        for window in ("large", "small"):
-            low, high = entry.get(window, (1, 1))
-            if low > high:
-                yield (("training", i, window),
-                       f"{window} is a [min, max] node window; {low} > {high}")
-        if entry.get("base") == entry["name"]:
-            yield ("training", i, "base"), "a training entry cannot fine-tune itself"
+        yield from TRAINING_METHODS[entry["method"]].problems(i, t_raw, entry, filled)
 
 
 def prune_defaults(filled: Config) -> Config:

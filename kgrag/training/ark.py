@@ -20,7 +20,9 @@ nothing and a changed parameter reruns only what depends on it):
 
 from __future__ import annotations
 
-from kgrag.declarations import Config, Param, Steps, TrainingMethod, step_name
+from collections.abc import Iterator
+
+from kgrag.declarations import Config, Param, Problem, Steps, TrainingMethod, step_name
 from kgrag.training.split import SPLIT_PARAMS, split_of
 
 NUMBER = {"type": "number", "minimum": 0}
@@ -69,6 +71,16 @@ def build(plan: Steps, name: str, cfg: Config, env) -> str:
             {"chunks": "chunks", "align": align.name, "augment": augment.name,
              "previous": previous.name})
     return previous.name
+
+
+def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
+    """A subgraph window must not be upside down; an entry cannot fine-tune itself."""
+    for window in ("large", "small"):
+        low, high = entry[window]
+        if low > high:
+            yield ("training", index, window), f"{window} is a [min, max] node window; {low} > {high}"
+    if entry["base"] == entry["name"]:
+        yield ("training", index, "base"), "a training entry cannot fine-tune itself"
 
 
 DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine-tuned on "
@@ -134,4 +146,4 @@ DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine
     Param("max_seq_length", {"type": "integer", "minimum": 16, "maximum": 512},
           "tokens per text in training.", default=256),
     Param("seed", {"type": "integer", "minimum": 0}, "seed of shuffling and torch.",
-          default=0)), build, "ark_stage")
+          default=0)), build, "ark_stage", problems=_problems)
