@@ -86,8 +86,8 @@ WALK_PARAMS = (
     Param("question_mentions", {"type": "boolean"},
           "also seed from the question's mentions as the nlp extraction finds them in a chunk "
           "(the same spaCy pipeline and rules), matched to graph names by normalised words. "
-          "Needs extraction method nlp. Left out: false (only graph names found in the "
-          "question).", off=False),
+          "Needs an extraction method that parses (nlp, hybrid). Left out: false (only graph "
+          "names found in the question).", off=False),
     Param("nearest_names", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
           "link a question mention no graph name matches to the entity whose name embedding "
           "is nearest, when the cosine is at least this value (needs question_mentions). "

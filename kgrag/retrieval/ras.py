@@ -6,7 +6,7 @@ For one question Q:
    context); otherwise the first sub-query is Q itself;
 2. retrieve the ``retrieve_k`` best passages for the sub-query (5, the paper's) that the
    loop has not retrieved yet, ranked by the query entry that ``retriever`` names
-   (any strategy that ranks chunks: naive, bm25, ppr, fusion, a naive over a trained
+   (any strategy that ranks chunks: naive, bm25, ppr, a naive over a trained
    embedder), so every iteration adds new evidence;
 3. text-to-triples with the spec's extraction (``kgrag.retrieval.ras_triples``), the
    first ``triples_per_passage`` of each passage;
@@ -331,7 +331,7 @@ DECLARATION = Strategy(
     "ranking, text-to-triples and a per-query graph; few-shot or a trained Graph-LLM.",
     (Param("retriever", {"type": "string", "minLength": 1},
            "name of another query entry whose ranking retrieves for each sub-query (naive, "
-           "bm25, ppr, fusion; a naive over a trained embedder)."),
+           "bm25, ppr; a naive over a trained embedder)."),
      Param("retrieve_k", {"type": "integer", "minimum": 1},
            "passages retrieved per sub-query (new to the loop).", default=5),
      Param("max_iterations", {"type": "integer", "minimum": 1},
