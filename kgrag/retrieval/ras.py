@@ -60,7 +60,7 @@ from kgrag.declarations import (
 from kgrag.errors import KgragError
 from kgrag.graphs.extraction_methods import method_of
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.ras_oracle import ORACLE_SOURCES, GoldPlans
+from kgrag.retrieval.ras_oracle import ORACLE_SOURCES, GoldPlans, oracle_plan, subquery_writer
 from kgrag.retrieval.ras_plan import Plan, few_shot_plan, parse_plan
 from kgrag.retrieval.ras_triples import QueryGraph, passage, text_to_triples
 from kgrag.retrieval.units import Evidence
@@ -233,29 +233,6 @@ class RasStrategy:
         record = {"triples_added": len(added), "triples_dropped_for_budget": len(added) - len(kept),
                   "no_triple_passages": [u for u, t in zip(new, per_passage) if not t]}
         return render(kept), used + sum(sizes[t] for t in kept), record
-
-
-def oracle_plan(gold: list[str], question: str, retrieved: int) -> Plan:
-    """The gold plan after ``retrieved`` retrievals: retrieve (for the question itself,
-    as the loop does first), then each gold sub-question in turn, then SUFFICIENT."""
-    if retrieved == 0:
-        return Plan(SUBQ, question)
-    return Plan(SUBQ, gold[retrieved - 1]) if retrieved <= len(gold) else Plan(SUFFICIENT)
-
-
-def subquery_writer(resources: Resources) -> Any:
-    """HotpotQA-SUBQ's sub-queries of a question's supporting paragraphs by the spec's LLM
-    (the oracle's gold where the data has no decomposition)."""
-    from kgrag.training.subq import Document, subqueries
-
-    def write(question: str, paragraphs: list[tuple[str, str]]) -> list[str]:
-        if resources.llm is None:
-            raise KgragError("planning: oracle writes HotpotQA-SUBQ's sub-queries with the "
-                             "spec's LLM, and none is loaded")
-        return subqueries(resources.llm, question, [Document(t, x) for t, x in paragraphs],
-                          resources.prompt_style)[0]
-
-    return write
 
 
 def _shown(plan: Plan) -> str:
