@@ -205,8 +205,7 @@ EXTRACTION_COMMON = (
           "LLM for extraction (methods llm and hybrid) and for the other knowledge-building "
           "calls (description summaries, HugRAG module summaries and gates; any method): a "
           "bundled name, a .gguf path or a served model ({server, model, identity}); null "
-          "uses models.llm. SmolLM2 in chat style extracts about as much as Gemma in less "
-          "time (docs/results.md).",
+          "uses models.llm (docs/results.md compares the models for extraction).",
           default=None),
     Param("prompt", {"enum": ["completion", "chat"]},
           "completion (plain few-shot text; the bundled base models) or chat (chat template), "
