@@ -14,8 +14,8 @@ For one question Q:
 5. plan again on the history (Eq. 2): ``[SUFFICIENT]`` stops, ``[SUBQ] q`` iterates
    with q, at most ``max_iterations`` retrievals in all.
 
-The context is the history (``ras_plan.history`` without the question line: the
-answer prompt adds it): every sub-query with its triples, filled into
+The context is the history (``kgrag.training.ras_text.history`` without the question
+line: the answer prompt adds it): every sub-query with its triples, filled into
 ``budget_tokens`` (triples that do not fit are dropped and counted). ``evidence:
 passages`` (ablation "no text-to-triples") shows each sub-query's passages instead.
 
