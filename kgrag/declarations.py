@@ -1,12 +1,14 @@
-"""Declarations: what a query strategy, a graph kind or an extraction method takes.
+"""Declarations: what a query strategy, a graph kind, an extraction method or a training
+method takes and does.
 
-Each strategy, graph kind and extraction method is declared once, beside its code, as
-one of the records below: its parameters (JSON-Schema fragment, default, description),
-the artefacts it reads and its own checks. Everything else is derived from these
-records: the spec schema's ``strategy``, ``graph`` and ``extraction`` definitions
+Each is declared once, beside its code, as one of the records below: its parameters
+(JSON-Schema fragment, default, description), the artefacts it reads, its own checks and
+its behaviour. Everything else is derived from these records: the spec schema's
+``strategy``, ``graph``, ``extraction`` and ``training`` definitions
 (``kgrag.spec.generate``), the check that a parameter applies to what it is set on and
 that a strategy names the graphs it needs (``kgrag.spec.references``), and the plan's
-steps (``kgrag.pipeline.compile``).
+steps (``kgrag.pipeline.compile``). The records sit below every layer, so the library
+modules that declare methods import nothing above them.
 
 Why plain records and the JSON Schema rather than pydantic models: the one validator
 stays jsonschema, whose errors carry key paths that ``kgrag.spec.load`` maps to YAML

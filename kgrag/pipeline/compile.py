@@ -139,7 +139,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                        "max_retries": spec.models["llm"]["max_retries"]}
         if any(m.get("question_mentions") for m in [strategy, *members(strategy).values()]):
             # questions parsed like the chunks: the pipeline joins the fingerprint
-            assert models.pipeline is not None, "the spec check requires method nlp"
+            assert models.pipeline is not None, "the spec check requires a method that parses"
             config["pipeline"] = models.pipeline.identity()
         chunks = {"chunks": "chunks"} if declared.evidence == "chunks" else {}
         plan.queries[strategy["name"]] = plan.step(
