@@ -28,7 +28,7 @@ from kgrag.models.cache import CallCache
 from kgrag.retrieval.hugrag_graph import EDGE_TYPES, HugragGraph
 from kgrag.retrieval.hugrag_search import expand, hybrid_scores, mmr
 from kgrag.retrieval.units import Units
-from kgrag.spec.model import default_cache_dir
+from kgrag.configuration import default_cache_dir
 
 WEIGHTS = {"gate": 1.2, "structural": 1.0, "membership": 1.0, "relationship": 0.8}
 

@@ -47,7 +47,7 @@ from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder
-from kgrag.spec.model import default_cache_dir
+from kgrag.configuration import default_cache_dir
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CORPORA = {

@@ -16,11 +16,12 @@ from kgrag.errors import KgragError
 from kgrag.graphs.nlp_extraction import Chunk
 from kgrag.models.graph_llm import IDENTITY, MODEL
 from kgrag.models.served import model_file
-from kgrag.pipeline.step import Counts, StepContext, step_kind
-from kgrag.retrieval.ras import GRAPH_LLM_PLAN_TOKENS, PLAN_INSTRUCTION
+from kgrag.retrieval.ras import GRAPH_LLM_PLAN_TOKENS
 from kgrag.retrieval.ras_plan import few_shot_plan, parse_plan
 from kgrag.retrieval.ras_triples import text_to_triples
+from kgrag.steps.step import Counts, StepContext, step_kind
 from kgrag.steps.train import training_set
+from kgrag.training.ras_text import PLAN_INSTRUCTION
 from kgrag.training.split import training_questions
 from kgrag.training.subq import (
     Document,

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kgrag.training.question_graph import QuestionGraph
+from kgrag.kg.question_graph import QuestionGraph
 from kgrag.training.triple_scorer import (
     GraphTensors,
     TrainedScorer,

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from kgrag.errors import KgragError
+from kgrag.kg.question_graph import QuestionGraph
 from kgrag.training.entity_scorer import (
     EntityScorerSettings,
     load_entity_scorer,
     train_entity_scorer,
 )
-from kgrag.training.question_graph import QuestionGraph
 from kgrag.training.triple_scorer import (
     ScorerSettings,
     dde,

@@ -1,0 +1,110 @@
+"""The step contract: what a step is, what a step kind is, what its body may touch, and
+how a kind is declared.
+
+A kind has one uniform signature: ``run(ctx)`` reads the artefacts of its inputs and
+writes its own into ``ctx.out_dir``. ``step_kind`` turns a body into a ``StepKind``;
+``kgrag.steps`` lists every kind explicitly in ``KINDS``, the allowlist a plan may
+use (a spec names sections, never Python code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kgrag.progress import progress
+
+T = TypeVar("T")
+R = TypeVar("R")
+# Inside every artefact folder: the manifest record of the run that built it (wall time,
+# peak memory, model calls and cache hits, notes), so its cost outlives that run.
+BUILD_RECORD = "build.json"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a plan: its kind, its config, the upstream step playing each input
+    role, and its fingerprint (``kgrag.pipeline.plan``)."""
+
+    name: str
+    kind: str
+    config: dict[str, Any]
+    inputs: dict[str, str] = field(default_factory=dict)  # role -> upstream step name
+    fingerprint: str = ""
+
+
+@dataclass
+class StepContext:
+    """Everything a step body may touch: its config, inputs, models and output folder."""
+
+    step: Step
+    spec: Any
+    models: Any
+    out_dir: Path
+    inputs: dict[str, Path]
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.step.config
+
+    def input(self, role: str) -> Path:
+        """The artefact folder of the upstream step playing ``role`` (e.g. "chunks")."""
+        return self.inputs[role]
+
+    def progress(self, iterable: Iterable[T], total: int | None = None, desc: str = "",
+                 unit: str = "it") -> Iterator[T]:
+        """Counts, rate and ETA: a bar on a terminal, a line every half minute in a log."""
+        return progress(iterable, total, desc or self.step.name, unit)
+
+    def map_calls(self, role: str, task: Callable[[Any, T], R], items: Sequence[T], *,
+                  desc: str, unit: str) -> list[R]:
+        """``task(llm, item)`` for every item, in order, with the LLM playing ``role``,
+        through the spec's executor (``kgrag.models.executor``: in this process or on
+        Ray workers, with the same outputs; a served model's ``concurrency`` items at a
+        time), counting the items as they finish."""
+        return self.models.executor_for(role).map(
+            self.models.llm(role), task, items,
+            lambda done: self.progress(done, total=len(items), desc=desc, unit=unit))
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What a dry run knows about the data before running: exact once the steps that
+    produce it have run, otherwise bounded from the spec, otherwise None."""
+
+    questions: int | None
+    chunks: int | None
+
+
+def no_llm(config: dict[str, Any], counts: Counts) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class StepKind:
+    """What a kind of step is: its code version, body and cost estimate.
+
+    ``version`` is part of every fingerprint: bump it whenever the kind's code
+    changes what it writes, so stale artefacts are rebuilt rather than reused.
+    ``max_llm_calls(config, counts)`` bounds the LLM calls for --dry-run (None: unknown).
+    ``publish`` names files copied to the run folder (e.g. metrics.json).
+    """
+
+    name: str
+    version: str
+    run: Callable[[StepContext], None]
+    max_llm_calls: Callable[[dict[str, Any], Counts], int | None] = no_llm
+    publish: tuple[str, ...] = ()
+
+
+def step_kind(name: str, version: str, *, max_llm_calls=no_llm, publish: tuple[str, ...] = ()
+              ) -> Callable[[Callable[[StepContext], None]], StepKind]:
+    """Declare the decorated function as the body of step kind ``name``."""
+
+    def declare(run: Callable[[StepContext], None]) -> StepKind:
+        return StepKind(name, version, run, max_llm_calls, publish)
+
+    return declare
