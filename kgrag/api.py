@@ -13,6 +13,7 @@ from kgrag.answer import answer, cited_answer, units_to_cite
 from kgrag.bundle.compare import metric_differences
 from kgrag.bundle.pack import BundleSummary, make_bundle
 from kgrag.bundle.replay import unpack
+from kgrag.configuration import default_cache_dir
 from kgrag.contents.chunks import count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
 from kgrag.contents.metrics import METRICS, read_metrics
@@ -32,7 +33,6 @@ from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.runner import run_plan
 from kgrag.pipeline.step import Counts
 from kgrag.spec import Spec, load_spec
-from kgrag.spec.model import default_cache_dir
 from kgrag.steps import KINDS
 from kgrag.steps.retrieve import load_strategy
 from kgrag.training import TRAINING_METHODS

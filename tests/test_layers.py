@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline",),  # compile, plan, runner, artefacts
     ("steps",),  # every step kind and the step contract
     *((package,) for package in LIBRARY),
-    ("declarations", "configuration", "errors", "progress", ""),  # base: what every layer reads
+    ("declarations", "configuration", "errors", "host", "progress", ""),  # base: what every layer reads
 )
 
 

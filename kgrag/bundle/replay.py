@@ -19,12 +19,12 @@ from typing import Any
 
 from kgrag.bundle.archive import INDEX, read_archive
 from kgrag.bundle.pack import CALLS
+from kgrag.configuration import resolved
 from kgrag.errors import KgragError, writing
 from kgrag.models import Models
 from kgrag.models.cache import CallCache
 from kgrag.pipeline.compile import source_sha256
 from kgrag.spec import Spec, load_spec
-from kgrag.spec.model import resolved
 
 CACHE = "cache"
 BATCH = 2000  # cache entries stored per transaction
