@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from kgrag.configuration import default_cache_dir
 from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.corpus.keywords import keywords
 from kgrag.graphs.canonical import Canonical, canonicalise
@@ -47,7 +48,6 @@ from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder
-from kgrag.configuration import default_cache_dir
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CORPORA = {

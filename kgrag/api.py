@@ -19,6 +19,7 @@ from kgrag.contents.corpus import has_question_table, read_documents, read_quest
 from kgrag.contents.metrics import METRICS, read_metrics
 from kgrag.corpus.sources import chunk_sources
 from kgrag.errors import KgragError
+from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, PIPELINE
 from kgrag.models import Models
 from kgrag.models.backend import LLMBackend
 from kgrag.models.cache import CacheStats, CallCache
@@ -26,15 +27,14 @@ from kgrag.models.executor import LocalExecutor, executor_of
 from kgrag.models.registry import ResolvedModel, bundled_models
 from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.compile import compile_plan, has_questions
-from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, PIPELINE
 from kgrag.pipeline.integrity import damage
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.runner import run_plan
-from kgrag.pipeline.step import Counts
 from kgrag.spec import Spec, load_spec
 from kgrag.steps import KINDS
 from kgrag.steps.retrieve import load_strategy
+from kgrag.steps.step import Counts
 from kgrag.training import TRAINING_METHODS
 
 Echo = Callable[[str], None]

@@ -20,7 +20,6 @@ from kgrag.declarations import (
     Problem,
     step_name,
 )
-from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, PIPELINE
 from kgrag.pipeline.plan import Plan
 
 
@@ -194,5 +193,3 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
               _entities, GraphView("extract", "entities", entity_degrees)),
 )}
 
-# ``kgrag/api.py`` imports these two from here
-__all__ = ["EXTRACTION_METHODS", "GRAPH_KINDS", "PIPELINE", "BuildEnv"]

@@ -31,9 +31,9 @@ from kgrag.pipeline.artefacts import (
 from kgrag.pipeline.integrity import check, write_listing
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
-from kgrag.pipeline.step import StepContext, StepKind
 from kgrag.progress import step_label
 from kgrag.steps import KINDS
+from kgrag.steps.step import StepContext, StepKind
 
 log = logging.getLogger(__name__)
 OUTPUTS_ADVICE = ("free space there or make it writable (or set the spec's outputs to "
