@@ -32,16 +32,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.training's reference
 
+from kgrag.host import usable_cores
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import (
-    PROMPT_BLOCK,
-    CachedLLM,
-    LlamaCppBackend,
-    LLMSettings,
-    _aligned_llama,
-    block_prefix,
-    usable_cores,
-)
+from kgrag.models.llamacpp import PROMPT_BLOCK, LlamaCppBackend, _aligned_llama, block_prefix
+from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import resolve_llm
 from tests.training.reference_scorer import ReferenceScorer, fixed_pairs
 

@@ -40,8 +40,9 @@ from kgrag.graphs.extraction import extract
 from kgrag.graphs.hybrid_extraction import LLM_STRENGTH, relate
 from kgrag.graphs.merge import merge
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, LLMSettings
+from kgrag.models.llm import CachedLLM
 from kgrag.models.pipelines import load_pipeline, resolve_pipeline
 from kgrag.models.registry import resolve_llm
 

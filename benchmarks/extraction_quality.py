@@ -38,8 +38,9 @@ from kgrag.graphs.elements import Extraction
 from kgrag.graphs.extraction import extract
 from kgrag.graphs.extraction_prompt import MAX_ENTITIES, MAX_RELATIONSHIPS
 from kgrag.graphs.merge import merge
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, LLMSettings
+from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import resolve_llm
 
 REPO = Path(__file__).resolve().parents[1]

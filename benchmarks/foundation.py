@@ -77,8 +77,10 @@ def answer_prompts(n: int) -> list[str]:
 
 
 def bench_llm(n: int = 12, rounds: int = 6) -> None:
+    from kgrag.models.backend import FIXED_SAMPLING, Completion, LLMSettings
     from kgrag.models.cache import CallCache
-    from kgrag.models.llm import FIXED_SAMPLING, CachedLLM, Completion, LlamaCppBackend, LLMSettings
+    from kgrag.models.llamacpp import LlamaCppBackend
+    from kgrag.models.llm import CachedLLM
     from kgrag.models.registry import resolve_llm
 
     m = resolve_llm("gemma3-270m")

@@ -21,6 +21,7 @@ import argparse
 import polars as pl
 from hugrag_scaling import SHARED_DATA, stand_in_build
 
+from kgrag.configuration import default_cache_dir
 from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.eval.structure import gold_nodes, structural_metrics
 from kgrag.models import bundled_embedder
@@ -28,7 +29,6 @@ from kgrag.models.cache import CallCache
 from kgrag.retrieval.hugrag_graph import EDGE_TYPES, HugragGraph
 from kgrag.retrieval.hugrag_search import expand, hybrid_scores, mmr
 from kgrag.retrieval.units import Units
-from kgrag.spec.model import default_cache_dir
 
 WEIGHTS = {"gate": 1.2, "structural": 1.0, "membership": 1.0, "relationship": 0.8}
 

@@ -38,16 +38,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from kgrag.configuration import default_cache_dir
 from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.corpus.keywords import keywords
 from kgrag.graphs.canonical import Canonical, canonicalise
-from kgrag.graphs.gates import GateSearch, each_pair, find_gates, module_adjacency
+from kgrag.graphs.gates import GateSearch, find_gates, module_adjacency
 from kgrag.graphs.hierarchy import Hierarchy, leiden_hierarchy
 from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder
-from kgrag.spec.model import default_cache_dir
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CORPORA = {
@@ -117,7 +117,8 @@ def stand_in_build(chunks: pl.DataFrame, embedder: CachedEmbedder) -> StandIn:
     vectors = dict(zip(summaries, matrix / np.linalg.norm(matrix, axis=1, keepdims=True)))
     search = find_gates(hierarchy, vectors,
                         module_adjacency(hierarchy, zip(rels["source"], rels["target"])),
-                        each_pair(lambda a, b: float(vectors[a] @ vectors[b]) >= JUDGE_COSINE))
+                        lambda pairs: [float(vectors[a] @ vectors[b]) >= JUDGE_COSINE
+                                       for a, b in pairs])
     return StandIn(canon, hierarchy, summaries, matrix, search, canonicalise_s, leiden_s)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from kgrag.configuration import default_cache_dir
 from kgrag.corpus import Tokenizer, chunk_documents, load_corpus
 from kgrag.graphs.bipartite import build_bipartite
 from kgrag.graphs.core import select_core
@@ -36,7 +37,6 @@ from kgrag.graphs.subchunks import split_subchunks
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
 from kgrag.models.embed import CachedEmbedder
-from kgrag.spec.model import default_cache_dir
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 STAGES = ("knn", "pagerank", "subchunks", "bipartite")

@@ -52,8 +52,9 @@ def prompts(offset: int, count: int) -> list[str]:
 
 
 def smollm2(cache_dir: Path):
+    from kgrag.models.backend import LLMSettings
     from kgrag.models.cache import CallCache
-    from kgrag.models.llm import CachedLLM, LLMSettings
+    from kgrag.models.llm import CachedLLM
     from kgrag.models.registry import resolve_llm
 
     model = resolve_llm("smollm2-135m", REPO)
@@ -137,7 +138,7 @@ def scenarios(args: argparse.Namespace) -> None:
 def prefix_reuse(args: argparse.Namespace) -> None:
     """Extraction calls with the shared prefix reused at block boundaries vs whole."""
     from kgrag.graphs.extraction import extract
-    from kgrag.models.llm import LlamaCppBackend
+    from kgrag.models.llamacpp import LlamaCppBackend
 
     class WholeBackend(LlamaCppBackend):
         def generate(self, request: dict):

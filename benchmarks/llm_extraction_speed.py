@@ -56,8 +56,10 @@ from kgrag.graphs.extraction import extract
 from kgrag.graphs.extraction_prompt import chat_messages, max_output_tokens
 from kgrag.graphs.hybrid_extraction import relate
 from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, LlamaCppBackend, LLMSettings
+from kgrag.models.llamacpp import LlamaCppBackend
+from kgrag.models.llm import CachedLLM
 from kgrag.models.pipelines import load_pipeline, resolve_pipeline
 from kgrag.models.registry import resolve_embedder, resolve_llm
 

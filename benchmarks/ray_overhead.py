@@ -41,9 +41,10 @@ from kgrag.eval.report import format_table
 from kgrag.graphs.elements import Extraction
 from kgrag.graphs.extraction import extract
 from kgrag.graphs.nlp_extraction import Chunk
+from kgrag.models.backend import Completion, LLMSettings
 from kgrag.models.cache import CallCache
 from kgrag.models.executor import Executor, LocalExecutor, RayExecutor
-from kgrag.models.llm import CachedLLM, Completion, LLMSettings
+from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import resolve_llm
 
 COLUMNS = ("executor", "chunks", "wall_s", "startup_s", "s_per_chunk_median",

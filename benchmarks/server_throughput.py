@@ -54,9 +54,12 @@ from kgrag import api
 from kgrag.eval.report import format_table
 from kgrag.graphs.hybrid_extraction import relate
 from kgrag.graphs.nlp_extraction import NlpExtractor
+from kgrag.host import usable_cores
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
 from kgrag.models.executor import ThreadedExecutor
-from kgrag.models.llm import CachedLLM, LlamaCppBackend, LLMSettings, usable_cores
+from kgrag.models.llamacpp import LlamaCppBackend
+from kgrag.models.llm import CachedLLM
 from kgrag.models.pipelines import load_pipeline, resolve_pipeline
 from kgrag.models.registry import resolve_llm
 from kgrag.models.served import ServerBackend, resolve_llm_entry

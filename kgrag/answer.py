@@ -37,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kgrag.errors import KgragError
-from kgrag.models.llm import CachedLLM, Completion, Message
+from kgrag.models.backend import Completion
+from kgrag.models.llm import CachedLLM, Message
 
 INSUFFICIENT = "Insufficient information."
 

@@ -13,27 +13,28 @@ from kgrag.answer import answer, cited_answer, units_to_cite
 from kgrag.bundle.compare import metric_differences
 from kgrag.bundle.pack import BundleSummary, make_bundle
 from kgrag.bundle.replay import unpack
+from kgrag.configuration import default_cache_dir
 from kgrag.contents.chunks import count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
 from kgrag.contents.metrics import METRICS, read_metrics
 from kgrag.corpus.sources import chunk_sources
 from kgrag.errors import KgragError
+from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, PIPELINE
 from kgrag.models import Models
+from kgrag.models.backend import LLMBackend
 from kgrag.models.cache import CacheStats, CallCache
 from kgrag.models.executor import LocalExecutor, executor_of
 from kgrag.models.registry import ResolvedModel, bundled_models
 from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.compile import compile_plan, has_questions
-from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, PIPELINE
 from kgrag.pipeline.integrity import damage
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
 from kgrag.pipeline.runner import run_plan
-from kgrag.pipeline.step import Counts
 from kgrag.spec import Spec, load_spec
-from kgrag.spec.model import default_cache_dir
 from kgrag.steps import KINDS
 from kgrag.steps.retrieve import load_strategy
+from kgrag.steps.step import Counts
 from kgrag.training import TRAINING_METHODS
 
 Echo = Callable[[str], None]
@@ -57,22 +58,30 @@ class Session:
 
 
 def open_session(spec_path: str | Path, *, root: Path | None = None,
-                 cache: CallCache | None = None, llm_backend: Any = None) -> Session:
+                 cache: CallCache | None = None,
+                 llm_backend: LLMBackend | None = None) -> Session:
     """Load and validate a spec, resolve its models and compile its plan (no work is done).
     ``root`` and ``cache`` replace the project the outputs go under and the spec's call
     cache (a replay runs in its own folder on the bundle's calls); ``llm_backend``
     replaces llama.cpp behind the call cache for every LLM (a stand-in in tests)."""
     spec = load_spec(spec_path, root)
     cache = CallCache(spec.cache_dir) if cache is None else cache
+    models = spec_models(spec, cache, llm_backend)
+    return Session(spec, cache, models, compile_plan(spec, models))
+
+
+def spec_models(spec: Spec, cache: CallCache, llm_backend: LLMBackend | None = None, *,
+                strict: bool = True) -> Models:
+    """The models of ``spec`` by role (``kgrag.models.Models``; ``strict``: one error for
+    every model that does not resolve, else each raises when asked for)."""
     parses = PIPELINE in EXTRACTION_METHODS[spec.extraction["method"]].params
     # a replay (sealed cache) makes no model call: it needs no cluster, wherever it runs
     executor = LocalExecutor() if cache.sealed else executor_of(spec.executor)
-    models = Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
-                    spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend,
-                    executor=executor,
-                    trained={entry["name"]: entry["base"] for entry in spec.training
-                             if TRAINING_METHODS[entry["method"]].trains == "embedder"})
-    return Session(spec, cache, models, compile_plan(spec, models))
+    return Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
+                  spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend,
+                  executor=executor, strict=strict,
+                  trained={entry["name"]: entry["base"] for entry in spec.training
+                           if TRAINING_METHODS[entry["method"]].trains == "embedder"})
 
 
 @dataclass(frozen=True)
@@ -277,10 +286,11 @@ def replay(bundle_path: str | Path, folder: str | Path, corpora: tuple[Path, ...
     """Unpack a bundle into ``folder`` and rerun its spec there on the bundle's calls alone:
     the plan must compile to the bundle's fingerprints, no model is called, and the
     metrics are compared with the bundle's (timings aside, see ``kgrag.bundle.compare``)."""
-    unpacked = unpack(Path(bundle_path), Path(folder), corpora)
-    session = open_session(unpacked.spec, root=unpacked.project,
-                           cache=CallCache(unpacked.cache_dir, sealed=True))
+    unpacked = unpack(Path(bundle_path), Path(folder), corpora,
+                      lambda spec, cache: spec_models(spec, cache, strict=False))
+    spec, models = unpacked.spec, unpacked.models
     try:
+        session = Session(spec, unpacked.cache, models, compile_plan(spec, models))
         planned = {step.name: step.fingerprint for step in session.plan.steps}
         if planned != unpacked.index["steps"]:
             changed = sorted(set(planned.items()) ^ set(unpacked.index["steps"].items()))
@@ -290,7 +300,7 @@ def replay(bundle_path: str | Path, folder: str | Path, corpora: tuple[Path, ...
         manifest = run_plan(session.plan, spec=session.spec, models=session.models,
                             run_dir=session.run_dir, echo=echo)
     finally:
-        session.cache.close()
+        unpacked.cache.close()
     usage = [step[kind] for step in manifest.steps for kind in ("llm", "embed")]
     differences = None
     if METRICS in unpacked.members:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from kgrag.models.backend import Completion, LLMBackend, LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, Completion, LLMSettings
+from kgrag.models.llm import CachedLLM
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -32,7 +33,7 @@ def real_llms_only_in_integration(request: pytest.FixtureRequest,
         def refuse() -> None:
             raise AssertionError("this test loads a real LLM: mark it @pytest.mark.integration")
 
-        monkeypatch.setattr("kgrag.models.llm._aligned_llama", refuse)
+        monkeypatch.setattr("kgrag.models.llamacpp._aligned_llama", refuse)
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ def write_spec(project: Path, name: str = "tiny", **sections) -> Path:
 TOY_SETTINGS = LLMSettings(name="toy", path=Path("/models/toy.gguf"), sha256="ab" * 32)
 
 
-def toy_llm(cache: CallCache, backend, **changes) -> CachedLLM:
+def toy_llm(cache: CallCache, backend: LLMBackend, **changes) -> CachedLLM:
     """The toy model (with ``changes`` to its settings) answering through ``backend``."""
     return CachedLLM(dataclasses.replace(TOY_SETTINGS, **changes), cache, backend)
 
@@ -86,9 +87,15 @@ class ScriptedBackend:
         text = self.texts[min(len(self.requests), len(self.texts)) - 1]
         return Completion(text, tokens_in=10, tokens_out=len(text.split()), cached=False)
 
+    def logprobs(self, requests: list[dict]) -> list[dict]:
+        raise AssertionError("this script answers completions only")
+
 
 class RefusingBackend:
     """A backend that must not be reached: every answer has to come from the cache."""
 
     def generate(self, request: dict) -> Completion:
+        raise AssertionError("the model was called although the cache should have answered")
+
+    def logprobs(self, requests: list[dict]) -> list[dict]:
         raise AssertionError("the model was called although the cache should have answered")

@@ -18,7 +18,7 @@ from typing import Any
 
 from kgrag import api
 from kgrag.contents.metrics import read_metrics
-from kgrag.models.llm import Completion
+from kgrag.models.backend import Completion, LLMBackend
 from kgrag.pipeline.runner import run_plan
 
 WORD = re.compile(r"\b[A-Z][a-z]{3,}\b")
@@ -150,12 +150,12 @@ class RuleLLM:
         return json.dumps({"entities": entities, "relationships": relationships})
 
 
-def open_with(path: Path, llm: RuleLLM) -> api.Session:
+def open_with(path: Path, llm: LLMBackend) -> api.Session:
     """Open a spec's session with ``llm`` (behind the real call cache) as every LLM."""
     return api.open_session(path, llm_backend=llm)
 
 
-def run_with(path: Path, llm: RuleLLM) -> tuple[dict[str, dict], dict[str, dict], list[dict]]:
+def run_with(path: Path, llm: LLMBackend) -> tuple[dict[str, dict], dict[str, dict], list[dict]]:
     """Run a spec with ``llm`` as every LLM; returns its steps' manifest records by name,
     the metrics rows by strategy and the graph build rows."""
     session = open_with(path, llm)

@@ -9,9 +9,8 @@ import pytest
 
 from kgrag import progress as progress_module
 from kgrag.models.embed import CachedEmbedder, EmbedderSettings
-from kgrag.pipeline.plan import Step
-from kgrag.pipeline.step import StepContext
 from kgrag.progress import Progress, duration, progress, step_label
+from kgrag.steps.step import Step, StepContext
 
 
 class LogStream(io.StringIO):

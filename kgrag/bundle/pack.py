@@ -12,21 +12,35 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kgrag.bundle.archive import write_archive
 from kgrag.bundle.sources import layout
 from kgrag.contents.metrics import METRICS
 from kgrag.errors import KgragError
-from kgrag.models.cache import canonical_json
+from kgrag.models import Models
+from kgrag.models.cache import CallCache, canonical_json
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.pipeline.integrity import damage
 from kgrag.pipeline.manifest import MANIFEST
-
-if TYPE_CHECKING:
-    from kgrag.api import Session
+from kgrag.pipeline.plan import Plan
+from kgrag.spec import Spec
 
 CALLS = "calls.jsonl"  # one [key, payload] per line
+
+
+class Run(Protocol):
+    """A spec with its cache, models and compiled plan (``kgrag.api.Session``)."""
+
+    spec: Spec
+    cache: CallCache
+    models: Models
+    plan: Plan
+
+    @property
+    def run_dir(self) -> Path: ...
+
+    def artefact(self, step_name: str) -> Path: ...
 
 
 @dataclass(frozen=True)
@@ -37,7 +51,7 @@ class BundleSummary:
     corpus_copied: bool
 
 
-def make_bundle(session: Session, out: Path, *, copy_corpus: bool = True) -> BundleSummary:
+def make_bundle(session: Run, out: Path, *, copy_corpus: bool = True) -> BundleSummary:
     """Pack the completed run of ``session``'s spec into ``out``."""
     spec = session.spec
     keys: set[str] = set()

@@ -21,8 +21,8 @@ import polars as pl
 
 from kgrag.errors import KgragError
 from kgrag.kg.graph import KnowledgeGraph, textless
+from kgrag.kg.question_graph import QuestionGraph
 from kgrag.store.vectors import VectorTable
-from kgrag.training.question_graph import QuestionGraph
 
 TRIPLES = "triples.parquet"
 QUESTIONS = "questions.parquet"

@@ -38,10 +38,6 @@ def write_losses(folder: Path, curve: list[dict]) -> None:
                                 "learning_rate": pl.Float64}).write_parquet(folder / LOSSES)
 
 
-def read_losses(folder: Path) -> pl.DataFrame:
-    return pl.read_parquet(folder / LOSSES)
-
-
 def model_dir(folder: Path) -> Path:
     return folder / MODEL
 

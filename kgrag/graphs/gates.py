@@ -185,11 +185,6 @@ def _adjacency_test(adjacent: Adjacency) -> Callable[[str, str], bool]:
     return lambda a, b: frozenset((a, b)) in adjacent
 
 
-def each_pair(verdict: Callable[[str, str], bool]) -> Judge:
-    """A judge that asks ``verdict(a, b)`` of one pair after another."""
-    return lambda pairs: [verdict(a, b) for a, b in pairs]
-
-
 def similarity_judge(vectors: Mapping[str, np.ndarray], threshold: float
                      ) -> Callable[[str, str], bool]:
     """A judge with no LLM: yes when the two modules' summary vectors have cosine at

@@ -20,11 +20,8 @@ call another is computing waits for that result instead of paying for it again;
 claim names its process; one whose process is gone (killed mid-call) or that is older
 than ``CLAIM_TTL_S`` (a process on another host) is stale and taken over.
 
-A cache folder that cannot take writes (a full disk, a read-only folder) is not a
-damaged cache: its entries are intact, and deleting them would throw paid calls away.
-So sqlite's failures are told apart by their result code: only a database sqlite calls
-corrupt is reported as damaged, with the advice to move it aside; a full or read-only
-folder is reported as such, with the advice to make room or make it writable.
+A failure of sqlite or of the cache's folder is one clear error
+(``kgrag.models.cache_storage``).
 
 A run must be able to say exactly which entries it used, so that a bundle ships those
 and no others: ``recording()`` collects every key looked up or stored while it is
@@ -40,7 +37,6 @@ import json
 import logging
 import os
 import socket
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,20 +48,11 @@ import diskcache
 import psutil
 
 from kgrag.errors import KgragError, storage_cause
+from kgrag.models.cache_storage import storing
 
 CACHE_FORMAT = 1
 CLAIM_TTL_S = 3600.0  # far longer than one model call; bounds a claim no pid check can clear
 CLAIM_POLL_S = 0.2
-# sqlite's primary result codes for a database file that is itself broken ...
-DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
-# ... and for one that is sound but cannot be written or opened where it lies.
-UNWRITABLE = {
-    sqlite3.SQLITE_FULL: "no space left on its disk",
-    sqlite3.SQLITE_READONLY: "it cannot be written (a read-only folder or file system)",
-    sqlite3.SQLITE_CANTOPEN: "its database file cannot be opened for writing",
-    sqlite3.SQLITE_PERM: "permission denied",
-    sqlite3.SQLITE_IOERR: "the disk failed a read or a write (an I/O error)",
-}
 log = logging.getLogger(__name__)
 
 
@@ -96,7 +83,7 @@ class CallCache:
         self.directory = directory
         self.sealed = sealed
         self._recordings: list[set[str]] = []
-        with self._storing():
+        with storing(self.directory):
             try:
                 directory.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -106,38 +93,6 @@ class CallCache:
                                  f"{exc}") from exc
             self._cache = diskcache.Cache(str(directory), size_limit=2**40,
                                           eviction_policy="none")
-
-    @contextmanager
-    def _storing(self) -> Iterator[None]:
-        """Any failure of the database or of its folder, as one ``KgragError`` that says
-        whether the database is damaged or its folder cannot take writes."""
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            code = getattr(exc, "sqlite_errorcode", None)
-            code = None if code is None else code & 0xFF  # the primary of an extended code
-            if code in DAMAGED:
-                raise KgragError(f"the model-call cache at {self.directory} is damaged ({exc}); "
-                                 "move or delete that folder (its calls will be recomputed)"
-                                 ) from exc
-            cause = None if code == sqlite3.SQLITE_FULL else _file_system_state(self.directory)
-            cause = cause or UNWRITABLE.get(code)
-            if cause is None:  # neither damage nor a disk problem: say only what sqlite said
-                raise KgragError(f"cannot use the model-call cache at {self.directory}: "
-                                 f"{exc} ({getattr(exc, 'sqlite_errorname', 'sqlite')})") from exc
-            raise self._unusable(cause, exc) from exc
-        except OSError as exc:
-            cause = storage_cause(exc, self.directory)
-            if cause is None:
-                raise
-            raise self._unusable(cause, exc) from exc
-
-    def _unusable(self, cause: str, exc: Exception) -> KgragError:
-        return KgragError(
-            f"cannot write the model-call cache at {self.directory}: {cause} ({exc}). This is "
-            "no damage to the cache: its entries keep the calls already paid, so do not "
-            "delete it; free space on its disk or make the folder writable (or point "
-            "KGRAG_CACHE_DIR, or the spec's cache.dir, at another folder), then run again")
 
     @contextmanager
     def recording(self) -> Iterator[set[str]]:
@@ -159,13 +114,6 @@ class CallCache:
                 f"the sealed cache at {self.directory} holds no entry for {len(keys)} request(s) "
                 f"of {model} (first: {keys[0]}); a replay makes no model call, so the bundle "
                 "must hold every call the run makes (was it made by another kgrag version?)")
-
-    def get_or_compute(self, key: str, model: str, compute: Callable[[], dict[str, Any]]
-                       ) -> tuple[dict[str, Any], bool]:
-        """The payload for ``key`` and whether this call computed it (one LLM call:
-        ``get_or_compute_many`` for a single key)."""
-        (payload,), (computed,) = self.get_or_compute_many([key], model, lambda todo: [compute()])
-        return payload, computed
 
     def get_or_compute_many(self, keys: list[str], model: str,
                             compute: Callable[[list[int]], list[dict[str, Any]]]
@@ -209,12 +157,12 @@ class CallCache:
     def _claim(self, keys: list[str]) -> set[str]:
         """The keys this process now holds: those neither stored nor claimed already."""
         holder = _holder()
-        with self._storing(), self._cache.transact():
+        with storing(self.directory), self._cache.transact():
             return {key for key in keys if key not in self._cache
                     and self._cache.add(f"claim:{key}", holder, expire=CLAIM_TTL_S)}
 
     def _release(self, keys: set[str]) -> None:
-        with self._storing(), self._cache.transact():
+        with storing(self.directory), self._cache.transact():
             for key in keys:
                 self._cache.delete(f"claim:{key}")
 
@@ -223,7 +171,7 @@ class CallCache:
         unclaimed (so it is worth looking again at once rather than after a pause)."""
         alive: dict[tuple, bool] = {}
         freed = False
-        with self._storing(), self._cache.transact():
+        with storing(self.directory), self._cache.transact():
             for key in keys:
                 holder = self._cache.get(f"claim:{key}")
                 if holder is not None:
@@ -240,7 +188,7 @@ class CallCache:
         """Store ``payload`` under ``key`` with a checksum."""
         body = canonical_json(payload)
         digest = hashlib.sha256(body.encode()).hexdigest()
-        with self._storing():
+        with storing(self.directory):
             self._cache.set(key, f"{digest}\n{body}".encode())
 
     def get_many(self, keys: list[str], model: str) -> list[dict[str, Any] | None]:
@@ -255,7 +203,7 @@ class CallCache:
 
     def set_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         """Batch store in one transaction."""
-        with self._storing(), self._cache.transact():
+        with storing(self.directory), self._cache.transact():
             for key, payload in items:
                 self.set(key, payload)
 
@@ -279,7 +227,7 @@ class CallCache:
         """The payloads stored under ``keys``; None where absent or corrupt. Several
         keys are read in one transaction (one lock instead of one per key); a single key
         needs none."""
-        with self._storing():
+        with storing(self.directory):
             if len(keys) == 1:
                 raws = [self._cache.get(keys[0])]
             else:
@@ -299,20 +247,20 @@ class CallCache:
         except (ValueError, TypeError, UnicodeDecodeError) as exc:
             log.warning("corrupt cache entry %s (%s) in %s: treated as missing and deleted",
                         key, exc, self.directory)
-            with self._storing():
+            with storing(self.directory):
                 self._cache.delete(key)
             return None
 
     def _count(self, model: str, what: str, n: int = 1) -> None:
         if n:
-            with self._storing():
+            with storing(self.directory):
                 self._cache.incr(f"stats:{model}:{what}", n, default=0)
 
     def stats(self) -> CacheStats:
         """Entry count (model outputs only), size on disk and hits/misses by model."""
         by_model: dict[str, dict[str, int]] = {}
         entries = 0
-        with self._storing():
+        with storing(self.directory):
             for key in self._cache.iterkeys():
                 if key.startswith("claim:"):
                     continue
@@ -327,27 +275,11 @@ class CallCache:
 
     def clear(self) -> int:
         """Remove every entry and counter; returns how many there were."""
-        with self._storing():
+        with storing(self.directory):
             return int(self._cache.clear())
 
     def close(self) -> None:
         self._cache.close()
-
-
-def _file_system_state(folder: Path) -> str | None:
-    """Whether the file system of ``folder`` (or of the nearest folder above it that
-    exists) is read-only or has no block left, which sqlite reports only as "unable to
-    open database file" or "disk I/O error"; None if neither."""
-    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
-    try:
-        state = os.statvfs(existing) if existing is not None else None
-    except OSError:
-        return None
-    if state is None:
-        return None
-    if state.f_flag & os.ST_RDONLY:
-        return "it is on a read-only file system"
-    return "no space left on its disk" if state.f_bavail == 0 else None
 
 
 def _holder() -> dict[str, Any]:

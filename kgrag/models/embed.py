@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 
 from kgrag.errors import KgragError
+from kgrag.models.backend import EmbedBackend
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.embed_backends import TORCH, backend
-from kgrag.models.usage import Usage
+from kgrag.models.usage import CountedCache, Usage
 from kgrag.progress import Progress
 
 
@@ -59,11 +60,16 @@ class SentenceTransformerBackend:
 class CachedEmbedder:
     """Embeds through the disk cache: only texts never seen before reach the model."""
 
-    def __init__(self, settings: EmbedderSettings, cache: CallCache, backend: Any = None) -> None:
+    def __init__(self, settings: EmbedderSettings, cache: CallCache,
+                 backend: EmbedBackend | None = None) -> None:
         self.settings = settings
         self.cache = cache
         self.backend = backend if backend is not None else runner(settings, cache)
-        self.usage = Usage()
+        self.calls = CountedCache(cache, settings.name)
+
+    @property
+    def usage(self) -> Usage:
+        return self.calls.usage
 
     def _key(self, text: str) -> str:
         # the backend only where it is not torch: the keys made before backends existed
@@ -93,7 +99,7 @@ class CachedEmbedder:
             vectors.update(zip(batch, self._encode_batch(batch)))
             report.tick(len(batch))
         report.close()
-        self.usage.cache_hits += len(texts) - len(unique)  # repeats of a text in hand
+        self.calls.repeated(len(texts) - len(unique))  # repeats of a text in hand
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([vectors[t] for t in texts])
@@ -104,14 +110,11 @@ class CachedEmbedder:
             encoded = self.backend.encode([texts[i] for i in todo])
             return [{"vector": base64.b64encode(vec.tobytes()).decode()} for vec in encoded]
 
-        found, computed = self.cache.get_or_compute_many(
-            [self._key(t) for t in texts], self.settings.name, compute)
-        self.usage.calls += sum(computed)
-        self.usage.cache_hits += len(texts) - sum(computed)
+        found, _ = self.calls.many([self._key(t) for t in texts], compute)
         return [np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32) for f in found]
 
 
-def runner(settings: EmbedderSettings, cache: CallCache) -> Any:
+def runner(settings: EmbedderSettings, cache: CallCache) -> EmbedBackend:
     """What computes ``settings``' vectors: sentence-transformers, or the exported model
     on its runtime, exported into the cache folder (beside the vectors it makes)."""
     chosen = backend(settings.backend)

@@ -30,6 +30,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kgrag.errors import KgragError
 from kgrag.models.cache import canonical_json
 from kgrag.models.embed_backends import Backend
@@ -38,13 +40,15 @@ OPSET = 18
 FORMAT = 1  # raised when this module changes how it exports: earlier artefacts are not used
 KEY_FILE = "export.json"  # in each artefact folder: what made it
 CALIBRATION_BATCH = 8  # texts per NNCF calibration sample
+Tokenise = Callable[[list[str]], dict[str, np.ndarray]]  # texts → int64 arrays by input name
 
 
 def exported(model_dir: Path, model_sha256: str, chosen: Backend, root: Path,
-             calibration: Callable[[], list[str]]) -> Path:
+             calibration: Callable[[], list[str]], tokenise: Tokenise) -> Path:
     """The file ``chosen``'s runtime loads (``.onnx`` or OpenVINO's ``.xml``), exported
     into ``root`` on first use. ``calibration`` gives the texts NNCF calibrates
-    activations on (called only when an ``openvino-int8`` model is made)."""
+    activations on (called only when an ``openvino-int8`` model is made), tokenised by
+    ``tokenise`` as the runtime tokenises them."""
     onnx_key = {"format": FORMAT, "model_sha256": model_sha256,
                 "exporter": f"torch {version('torch')}",
                 "onnxscript": version("onnxscript"), "opset": OPSET}
@@ -69,7 +73,7 @@ def exported(model_dir: Path, model_sha256: str, chosen: Backend, root: Path,
                           "calibration_sha256": hashlib.sha256(
                               canonical_json(texts).encode()).hexdigest()}
         return _artefact(root, "openvino-int8", key, "model.xml",
-                         lambda out: _quantise_openvino(fp32, model_dir, texts, out),
+                         lambda out: _quantise_openvino(fp32, texts, tokenise, out),
                          chosen.name)
     raise AssertionError(f"no export for backend {chosen.name}")
 
@@ -159,16 +163,13 @@ def _convert_openvino(fp32: Path, out: Path) -> None:
     openvino.save_model(openvino.convert_model(str(fp32)), str(out), compress_to_fp16=False)
 
 
-def _quantise_openvino(fp32: Path, model_dir: Path, texts: list[str], out: Path) -> None:
+def _quantise_openvino(fp32: Path, texts: list[str], tokenise: Tokenise, out: Path) -> None:
     """NNCF's static int8 for transformers: activations' ranges calibrated on ``texts``,
-    tokenised as the runtime tokenises them."""
+    tokenised by ``tokenise``."""
     import nncf
     import openvino
 
-    from kgrag.models.embed_runtime import ModuleConfig
-
-    config = ModuleConfig.read(model_dir)
-    samples = [config.tokenise(texts[i:i + CALIBRATION_BATCH])
+    samples = [tokenise(texts[i:i + CALIBRATION_BATCH])
                for i in range(0, len(texts), CALIBRATION_BATCH)]
     quantised = nncf.quantize(openvino.convert_model(str(fp32)), nncf.Dataset(samples),
                               model_type=nncf.ModelType.TRANSFORMER,

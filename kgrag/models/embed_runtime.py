@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.errors import KgragError
+from kgrag.host import usable_cores
 from kgrag.models.embed_backends import Backend
 from kgrag.models.embed_export import exported
 
@@ -132,12 +133,13 @@ class ExportedBackend:
         """Export (once) and load the model, and its tokenizer."""
         if self._run is not None:
             return
-        self._config = ModuleConfig.read(self.folder)
-        if self.max_length is not None:
-            self._config = dataclasses.replace(self._config, max_length=self.max_length)
-        path = exported(self.folder, self.sha256, self.chosen, self.root, self.calibration)
+        own = ModuleConfig.read(self.folder)  # the model's own, as calibration tokenises
+        path = exported(self.folder, self.sha256, self.chosen, self.root, self.calibration,
+                        own.tokenise)
+        self._config = own if self.max_length is None else dataclasses.replace(
+            own, max_length=self.max_length)
         self._tokenise = self._config.tokeniser()
-        threads = self.threads or len(os.sched_getaffinity(0))
+        threads = self.threads or usable_cores()
         self._run = (_onnxruntime(path, threads) if self.chosen.runtime == "onnxruntime"
                      else _openvino(path, threads))
 

@@ -23,7 +23,7 @@ usage counters; only where a call the cache cannot answer is computed differs.
 ``ray`` runs up to ``workers`` tasks at a time on threads of this process. Each call
 that misses the cache goes to an idle Ray actor of that model, ``workers`` of them per
 model, each loading the model once, on its first call. Which actor computes a call does
-not change its output: an output is a function of its request (``kgrag.models.llm``,
+not change its output: an output is a function of its request (``kgrag.models.llamacpp``,
 ``PROMPT_BLOCK``). Ray is contacted when a step first maps (so a run whose steps are
 all reused never starts it), from the calling thread: a local instance's processes
 die with the thread that started them. An address that does not answer is one
@@ -43,7 +43,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol, TypeVar
 
 from kgrag.errors import KgragError
-from kgrag.models.llm import CachedLLM, Completion, LlamaCppBackend, LLMSettings
+from kgrag.models.backend import Completion, LLMBackend, LLMSettings
+from kgrag.models.llamacpp import LlamaCppBackend
+from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import file_sha256
 
 T = TypeVar("T")
@@ -151,7 +153,7 @@ class RemoteBackend:
 class ActorPool:
     """``size`` Ray actors each holding one copy of a model; a call takes an idle one."""
 
-    def __init__(self, ray: Any, settings: LLMSettings, backend: Any, size: int) -> None:
+    def __init__(self, ray: Any, settings: LLMSettings, backend: LLMBackend, size: int) -> None:
         self.ray = ray
         worker = ray.remote(num_cpus=1)(ModelWorker)
         self._idle: queue.Queue = queue.Queue()
@@ -175,7 +177,7 @@ class ActorPool:
 class ModelWorker:
     """A Ray actor's body: one backend (one model), loaded on its first call."""
 
-    def __init__(self, settings: LLMSettings, backend: Any) -> None:
+    def __init__(self, settings: LLMSettings, backend: LLMBackend) -> None:
         self.settings, self.backend = settings, backend
         self._verified = not isinstance(backend, LlamaCppBackend)
 

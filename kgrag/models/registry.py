@@ -100,7 +100,7 @@ def resolve_embedder(name: str, base_dir: Path | None = None) -> ResolvedModel:
 
 
 def _local_path(name: str, base_dir: Path | None) -> Path:
-    from kgrag.spec.model import resolved
+    from kgrag.configuration import resolved
 
     try:
         path = Path(name).expanduser()
@@ -146,7 +146,7 @@ def _sha256_cached(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: in
 
 
 def _hashes_file() -> Path:
-    from kgrag.spec.model import default_cache_dir
+    from kgrag.configuration import default_cache_dir
 
     return default_cache_dir() / HASHES
 

@@ -30,10 +30,8 @@ chat endpoint) gets the grammar alone from then on. Validation and retries are
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
-import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -43,7 +41,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kgrag.errors import KgragError
-from kgrag.models.llm import FIXED_SAMPLING, Completion
+from kgrag.models.addresses import host_of, is_local_host, refuse_public
+from kgrag.models.backend import FIXED_SAMPLING, Completion
 from kgrag.models.registry import ResolvedModel, file_sha256, resolve_llm
 
 CONNECT_TIMEOUT_S = 5.0
@@ -51,7 +50,6 @@ ATTEMPTS = 4  # per request, while the server is unreachable or answers "busy"
 BACKOFF_S = 1.0  # doubled after each failed attempt
 BUSY = {429, 502, 503, 504}  # statuses a loading or overloaded server answers
 CONSTRAINTS = ("response_format", "grammar", "guided_grammar")  # kept while another stays
-LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 SERVED_DEFAULTS = {"identity": None, "concurrency": 1, "timeout_s": 600.0,
                    "allow_remote": False}
 
@@ -82,7 +80,7 @@ def resolve_llm_entry(entry: str | Mapping[str, Any], base_dir: Path | None, whe
 def served_model(entry: Mapping[str, Any], where: str) -> ServedModel:
     """A ``ServedModel`` from a spec entry, its URL and identity checked (no request)."""
     url = str(entry["server"]).rstrip("/")
-    host = _host(url, where)
+    host = host_of(url, where)
     identity = entry["identity"]
     if identity is None:
         raise KgragError(
@@ -96,7 +94,7 @@ def served_model(entry: Mapping[str, Any], where: str) -> ServedModel:
                          "sha256:<64 hex digits of the model file> or scheme:name "
                          "(e.g. hf:org/model@revision)")
     if not entry["allow_remote"]:
-        _refuse_public(host, url, where, resolve=False)
+        refuse_public(host, url, where, resolve=False)
     return ServedModel(name=str(entry["model"]), kind="llm", path=Path(), sha256=identity,
                        bundled=False, url=url, concurrency=int(entry["concurrency"]),
                        timeout_s=float(entry["timeout_s"]),
@@ -105,61 +103,6 @@ def served_model(entry: Mapping[str, Any], where: str) -> ServedModel:
 
 def _is_hex64(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
-
-
-def _host(url: str, where: str) -> str:
-    """The host of an http(s) URL, or a ``KgragError`` saying what is wrong with it."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a port that is no number
-    except ValueError as exc:
-        raise KgragError(f"{where}.server {url!r} is not a URL ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise KgragError(f"{where}.server {url!r} is not an http(s) URL with a host, such as "
-                         "http://127.0.0.1:8080/v1")
-    if parts.query or parts.fragment or parts.username:
-        raise KgragError(f"{where}.server {url!r}: give the API's base URL only (no query, "
-                         "fragment or user), such as http://127.0.0.1:8080/v1")
-    return parts.hostname
-
-
-def _is_local(address: str) -> bool:
-    """Loopback or a private network; link-local addresses (cloud metadata services
-    answer there) are not."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_loopback or (ip.is_private and not ip.is_link_local)
-
-
-def _refuse_public(host: str, url: str, where: str, *, resolve: bool) -> None:
-    """Refuse a host that is not this machine or a private network. An address or a
-    name of this machine is checked at once; another name (``resolve``) when it is
-    first contacted, by the addresses it resolves to."""
-    if host.lower() in LOCAL_NAMES:
-        return
-    addresses = [host] if _is_ip(host) else None
-    if addresses is None:
-        if not resolve:
-            return
-        try:
-            addresses = sorted({info[4][0] for info in socket.getaddrinfo(host, None)})
-        except OSError as exc:
-            raise KgragError(f"{where}.server {url}: cannot resolve {host!r} ({exc})") from None
-    public = [a for a in addresses if not _is_local(a)]
-    if public:
-        raise KgragError(
-            f"{where}.server {url} is not on this machine or a private network ({host} is "
-            f"{', '.join(public)}): kgrag sends prompts, and so the corpus, only to local "
-            f"servers unless the spec allows this one with {where}.allow_remote: true")
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    return True
 
 
 def model_file(model: ResolvedModel, why: str) -> Path:
@@ -259,7 +202,7 @@ class ServerBackend:
 
                 host = urlsplit(self.model.url).hostname or ""
                 if not self.model.allow_remote:
-                    _refuse_public(host, self.model.url, self.where, resolve=True)
+                    refuse_public(host, self.model.url, self.where, resolve=True)
                 client = httpx.Client(
                     timeout=httpx.Timeout(self.model.timeout_s, connect=CONNECT_TIMEOUT_S),
                     limits=httpx.Limits(max_connections=max(1, self.model.concurrency)),
@@ -277,7 +220,7 @@ class ServerBackend:
                 f"serves {', '.join(map(repr, served)) or 'no model'}: set {self.where}.model "
                 "to one of those (the server's name for it)")
         scheme, _, declared = self.model.sha256.partition(":")
-        local = _is_local_host(urlsplit(self.model.url).hostname or "")
+        local = is_local_host(urlsplit(self.model.url).hostname or "")
         for named in (entry.get("id"), entry.get("root")):
             file = Path(str(named)) if named else None
             if scheme != "sha256" or not local or file is None or not _is_gguf(file):
@@ -338,12 +281,6 @@ class _Rejected(Exception):
     def __init__(self, status: int, text: str) -> None:
         super().__init__(f"HTTP {status}")
         self.status, self.text = status, text
-
-
-def _is_local_host(host: str) -> bool:
-    """This machine (where a file the server names is the server's file)."""
-    return host.lower() in LOCAL_NAMES or (_is_ip(host) and ipaddress.ip_address(
-        host.split("%", 1)[0]).is_loopback)
 
 
 def _is_gguf(path: Path) -> bool:

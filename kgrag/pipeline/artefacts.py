@@ -19,11 +19,11 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from kgrag.errors import KgragError
+from kgrag.steps.step import BUILD_RECORD
+
+__all__ = ["BUILD_RECORD"]  # the runner writes it; steps read it (``kgrag.steps.step``)
 
 TEMP_PREFIX = ".tmp-"
-# Inside every artefact folder: the manifest record of the run that built it (wall time,
-# peak memory, model calls and cache hits, notes), so its cost outlives that run.
-BUILD_RECORD = "build.json"
 # Inside every artefact folder: the sorted keys of every call-cache entry the step read or
 # wrote, so that a bundle of the run ships exactly the calls a replay will ask for.
 CALLS_RECORD = "calls.json"

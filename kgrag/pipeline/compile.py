@@ -18,19 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgrag.configuration import Spec, thaw
 from kgrag.contents.training import model_dir
 from kgrag.corpus.importers import IMPORTERS
-from kgrag.errors import KgragError
-from kgrag.eval.registry import lookup
-from kgrag.models import Models
-from kgrag.models.registry import file_sha256, folder_sha256
-from kgrag.pipeline.artefacts import artefact_dir
-from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS, BuildEnv
-from kgrag.pipeline.plan import Plan
-from kgrag.retrieval import STRATEGIES
-from kgrag.retrieval.naive import dense_index
-from kgrag.spec import Spec, thaw
-from kgrag.spec.declarations import (
+from kgrag.declarations import (
     STRATEGY_COMMON,
     label,
     resolve,
@@ -38,6 +29,17 @@ from kgrag.spec.declarations import (
     sweep_keys,
     variants,
 )
+from kgrag.errors import KgragError
+from kgrag.eval.registry import lookup
+from kgrag.graphs.extraction_methods import method_of
+from kgrag.models import Models
+from kgrag.models.registry import file_sha256, folder_sha256
+from kgrag.pipeline.artefacts import artefact_dir
+from kgrag.pipeline.graph_kinds import GRAPH_KINDS, BuildEnv
+from kgrag.pipeline.plan import Plan
+from kgrag.retrieval import STRATEGIES, inputs, members, needs
+from kgrag.retrieval.naive import dense_index
+from kgrag.steps import KINDS
 from kgrag.training import TRAINING_METHODS
 from kgrag.training.split import split_of
 
@@ -87,7 +89,7 @@ def source_sha256(path: Path, what: str = "corpus path") -> str:
 
 def compile_plan(spec: Spec, models: Models) -> Plan:
     """The steps a spec asks for, each fingerprinted from what changes its output."""
-    plan = Plan()
+    plan = Plan(KINDS)
     corpus = {k: v for k, v in thaw(spec.corpus).items() if k not in ("path", "questions_file")}
     corpus["source_sha256"] = source_sha256(spec.resolve(spec.corpus["path"]))
     if "questions_file" in spec.corpus:  # by content, like the documents; absent otherwise
@@ -115,11 +117,11 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     entries = {q["name"]: thaw(q) for q in spec.query}
     strategies = [(chosen, _resolve_members(s, entries, graph_variants, env))
                   for chosen, s in strategies]
-    owns = {m["embedder"] for _, s in strategies for m in [s, *s.get("fuse", [])]
-            if m.get("embedder")}  # strategies' own embedders, fused members' too
+    owns = {m["embedder"] for _, s in strategies for m in [s, *members(s).values()]
+            if m.get("embedder")}  # strategies' own embedders, their members' too
     embedder_of = {DENSE: None} | {dense_index({"embedder": own})[DENSE]: own for own in owns}
     for index in sorted({need for _, s in strategies
-                         for need in STRATEGIES[s["strategy"]].needs(s).values()
+                         for need in needs(s).values()
                          if isinstance(need, str) and need.startswith(DENSE)}):
         own = embedder_of[index]
         config = ({"embedder": embedder} if own is None else
@@ -135,14 +137,14 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         if declared.uses_llm(strategy):
             config |= {"llm": llm, "prompt": spec.answer["prompt"],
                        "max_retries": spec.models["llm"]["max_retries"]}
-        if any(s.get("question_mentions") for s in [strategy, *strategy.get("fuse", [])]):
+        if any(m.get("question_mentions") for m in [strategy, *members(strategy).values()]):
             # questions parsed like the chunks: the pipeline joins the fingerprint
-            assert models.pipeline is not None, "the spec check requires method nlp"
+            assert models.pipeline is not None, "the spec check requires a method that parses"
             config["pipeline"] = models.pipeline.identity()
         chunks = {"chunks": "chunks"} if declared.evidence == "chunks" else {}
         plan.queries[strategy["name"]] = plan.step(
             step_name("retrieve", strategy["name"]), "retrieve", config,
-            {"corpus": "corpus", **chunks, **declared.inputs(strategy, trained)})
+            {"corpus": "corpus", **chunks, **inputs(strategy, trained)})
     if not has_questions(spec):
         return plan
     answering = spec.answer["questions"] != 0
@@ -183,8 +185,7 @@ def _build_env(spec: Spec, models: Models, llm: dict[str, Any]) -> BuildEnv:
                 "prompt": spec.extraction["prompt"]}
     settings = thaw(spec.extraction)
     return BuildEnv(embedder="",
-                    extraction=EXTRACTION_METHODS[settings["method"]].config(settings, models,
-                                                                           llm_work),
+                    extraction=method_of(settings).config(settings, models, llm_work),
                     llm_work=llm_work, titled=spec.chunking["title"])
 
 
@@ -254,26 +255,19 @@ def _add_graphs(plan: Plan, spec: Spec, env: BuildEnv
 def _resolve_members(strategy: dict[str, Any], entries: dict[str, dict[str, Any]],
                      graphs: dict[str, list[tuple[dict[str, Any], str]]], env: BuildEnv
                      ) -> dict[str, Any]:
-    """A strategy that names other entries, with their concrete configs in place of
-    their names, so its fingerprint covers everything their rankings depend on: a
-    fusion's two members at the fusion's budget (a member's candidate depth follows the
-    budget); a ras entry's retriever as it is written, its embedder (the questions' and
-    sub-queries' vectors are the retriever's) and the spec's extraction, which turns
-    its passages into triples."""
-    if strategy["strategy"] == "fusion":
-        members = [_one(strategy, name, {**entries[name],
-                                         "budget_tokens": strategy["budget_tokens"]}, graphs)
-                   for name in strategy["fuse"]]
-        return {**strategy, "fuse": members}
-    if strategy["strategy"] == "ras":
-        found = _one(strategy, strategy["retriever"], entries[strategy["retriever"]], graphs)
-        resolved = {**strategy, "retriever": found}
-        if found.get("embedder"):
-            resolved["embedder"] = found["embedder"]
-        if strategy["evidence"] == "triples":
-            resolved["extraction"] = env.extraction
-        return resolved
-    return strategy
+    """A strategy built on other entries (``Strategy.members``), with their concrete
+    configs in place of their names, so its fingerprint covers everything their
+    rankings depend on; each member first takes the settings the strategy gives it
+    (``member_settings``), and the strategy then adds what it takes from its members and
+    the extraction (``with_members``)."""
+    declared = STRATEGIES[strategy["strategy"]]
+    named = declared.members(strategy)
+    if not named:
+        return strategy
+    settings = declared.member_settings(strategy)
+    concrete = {role: _one(strategy, name, {**entries[name], **settings}, graphs)
+                for role, name in named.items()}
+    return declared.with_members(declared.replace_members(strategy, concrete), env.extraction)
 
 
 def _one(strategy: dict[str, Any], name: str, entry: dict[str, Any],

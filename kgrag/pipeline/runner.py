@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import logging
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Self
-
-import psutil
+from typing import Any
 
 from kgrag.errors import KgragError, writing
+from kgrag.host import PeakRSS
 from kgrag.pipeline.artefacts import (
     BUILD_RECORD,
     CALLS_RECORD,
@@ -33,40 +31,14 @@ from kgrag.pipeline.artefacts import (
 from kgrag.pipeline.integrity import check, write_listing
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
-from kgrag.pipeline.step import StepContext, StepKind
 from kgrag.progress import step_label
 from kgrag.steps import KINDS
+from kgrag.steps.step import StepContext, StepKind
 
 log = logging.getLogger(__name__)
 OUTPUTS_ADVICE = ("free space there or make it writable (or set the spec's outputs to "
                   "another folder), then run again: completed steps and cached model calls "
                   "are kept")
-
-
-class PeakRSS:
-    """Samples this process's resident memory in a thread while a step runs."""
-
-    def __init__(self, interval_s: float = 0.05) -> None:
-        self.interval_s = interval_s
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._proc = psutil.Process()
-
-    def _sample(self) -> None:
-        while True:
-            self.peak = max(self.peak, self._proc.memory_info().rss)
-            if self._stop.wait(self.interval_s):
-                return
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._proc.memory_info().rss)
 
 
 def forced_steps(plan: Plan, force: Iterable[str]) -> set[str]:

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from kgrag.declarations import step_name
 from kgrag.errors import writing
 from kgrag.eval.report import (
     BUILD_COLUMNS,
@@ -37,7 +38,6 @@ from kgrag.report.figures import (
 )
 from kgrag.report.questions import drilldown
 from kgrag.report.run_folder import RunFolder
-from kgrag.spec.declarations import step_name
 
 REPORT = "report.html"  # in the run folder
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}

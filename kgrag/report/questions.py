@@ -13,8 +13,8 @@ from typing import Any
 from kgrag.contents.answers import read_answers, read_citations
 from kgrag.contents.corpus import read_documents, read_questions
 from kgrag.contents.retrieved import read_retrieved
+from kgrag.declarations import step_name
 from kgrag.report.run_folder import RunFolder
-from kgrag.spec.declarations import step_name
 
 
 def drilldown(run: RunFolder) -> str:

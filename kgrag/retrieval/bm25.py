@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kgrag.retrieval.budget import fill_budget
+from kgrag.declarations import Strategy
 from kgrag.retrieval.units import Evidence, Units
-from kgrag.spec.declarations import Strategy
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
 
@@ -72,8 +71,7 @@ class Bm25Strategy:
         return self.index.ranked(question)
 
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
-        return self.units.context(fill_budget(self.ranking(question, vector),
-                                              self.units.tokens, self.budget))
+        return self.units.filled(self.ranking(question, vector), self.budget)
 
 
 DECLARATION = Strategy("bm25", "lexical top chunks (BM25) in the budget.", (), Bm25Strategy,

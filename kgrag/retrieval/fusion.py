@@ -8,11 +8,10 @@ cosine and a BM25 score. Ties keep the order in which the members first name a
 unit (the first member's ranking first), so a context is a pure function of the
 index.
 
-A fusion entry names two other entries of the same spec (``fuse``); compile hands
-it their concrete configs, so each member is the very strategy its own row
-measures (one ranking definition per strategy), loaded from its own artefacts
-under role names prefixed by its position. Only strategies that rank chunks can
-be fused: they register in ``RANKERS`` (``kgrag.retrieval`` fills it).
+A fusion entry names two other entries of the same spec (``fuse``): its members
+(``kgrag.retrieval`` resolves and loads them), each the very strategy its own row
+measures (one ranking definition per strategy), at the fusion's budget (a member's
+candidate depth follows the budget).
 """
 
 from __future__ import annotations
@@ -23,22 +22,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from kgrag.errors import KgragError
-from kgrag.retrieval.budget import fill_budget
+from kgrag.declarations import Config, Param, Problem, Strategy
 from kgrag.retrieval.units import Evidence, Units
-from kgrag.spec.declarations import Config, Need, Param, Problem, Strategy
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 
 class Ranker(Protocol):
     """A strategy that ranks units: every one it would consider, best first."""
 
     def ranking(self, question: str, vector: np.ndarray) -> list[str]: ...
-
-
-RANKERS: dict[str, Strategy] = {}  # name → declaration of a strategy whose class ranks
 
 
 def reciprocal_rank_fusion(rankings: list[list[str]], k: int = 60) -> list[str]:
@@ -51,18 +45,6 @@ def reciprocal_rank_fusion(rankings: list[list[str]], k: int = 60) -> list[str]:
     return sorted(scores, key=lambda unit: (-scores[unit], first_seen[unit]))
 
 
-def _members(config: dict[str, Any]) -> list[dict[str, Any]]:
-    members = config["fuse"]
-    if len(members) != 2 or not all(isinstance(m, dict) for m in members):
-        raise KgragError(f"strategy {config['name']!r}: fuse needs the configs of two "
-                         "strategies (a spec names two entries; compile resolves them)")
-    for member in members:
-        if member["strategy"] not in RANKERS:
-            raise KgragError(f"strategy {config['name']!r}: {member['strategy']} does not rank "
-                             f"chunks; fuse one of {', '.join(sorted(RANKERS))}")
-    return members
-
-
 class FusionStrategy:
     """RRF of two member strategies' rankings, filled greedily into the budget."""
 
@@ -72,11 +54,7 @@ class FusionStrategy:
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> FusionStrategy:
-        members = []
-        for i, member in enumerate(_members(config)):
-            own = {role.split(".", 1)[1]: path for role, path in artefacts.items()
-                   if role.startswith(f"{i}.")}
-            members.append(RANKERS[member["strategy"]].runs.load(member, own, resources))
+        members = [resources.members[str(i)] for i in range(len(config["fuse"]))]
         return cls(members, resources.units, config["budget_tokens"], config["rrf_k"])
 
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
@@ -84,33 +62,18 @@ class FusionStrategy:
                                       self.rrf_k)
 
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
-        return self.units.context(fill_budget(self.ranking(question, vector),
-                                              self.units.tokens, self.budget))
-
-
-def _needs(config: Config) -> dict[str, Need]:
-    return {f"{i}.{role}": need for i, member in enumerate(_members(config))
-            for role, need in RANKERS[member["strategy"]].needs(member).items()}
+        return self.units.filled(self.ranking(question, vector), self.budget)
 
 
 def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
-    """``fuse`` must name two different entries that rank chunks."""
-    entries = {q["name"]: q["strategy"] for q in spec["query"]}
-    rankers = sorted(RANKERS)
+    """``fuse`` must name two different entries (``kgrag.spec.references`` checks that
+    each is another entry that ranks chunks)."""
     members = raw.get("fuse")
     if members is None:
         yield ("query", index), "strategy fusion needs 'fuse': the names of two other query entries"
         return
     if len(set(members)) != len(members):
         yield ("query", index, "fuse"), "fusion needs two different entries"
-    for j, member in enumerate(members):
-        if member not in entries:
-            yield ("query", index, "fuse", j), (f"no query entry named '{member}' (known: "
-                                                f"{', '.join(entries)})")
-        elif entries[member] not in rankers:
-            yield ("query", index, "fuse", j), (f"'{member}' is a {entries[member]} entry; "
-                                                f"fusion fuses rankings of {', '.join(rankers)} "
-                                                "entries")
 
 
 DECLARATION = Strategy(
@@ -120,4 +83,5 @@ DECLARATION = Strategy(
            "bm25 or ppr)."),
      Param("rrf_k", {"type": "integer", "minimum": 1},
            "k of reciprocal-rank fusion, a unit scores the sum of 1 / (k + rank).", default=60)),
-    FusionStrategy, _needs, problems=_problems)
+    FusionStrategy, lambda config: {}, problems=_problems, member_key="fuse",
+    member_settings=lambda config: {"budget_tokens": config["budget_tokens"]})

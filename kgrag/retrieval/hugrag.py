@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kgrag.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 from kgrag.errors import KgragError
 from kgrag.retrieval.causal_filter import Item, causal_filter, evidence_text, linearise
 from kgrag.retrieval.hugrag_graph import HugragGraph
@@ -53,10 +54,9 @@ from kgrag.retrieval.hugrag_search import (
 from kgrag.retrieval.params import HIERARCHY
 from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Evidence
-from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 
 GROUNDED_PARAMS = (

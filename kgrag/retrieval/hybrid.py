@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.contents.dense import open_dense
+from kgrag.declarations import Config, GraphRef, Need, Strategy
 from kgrag.retrieval.layout import TEXT_JOINER, Layout, check_theta, share
 from kgrag.retrieval.local_search import LocalSearch
 from kgrag.retrieval.naive import NaiveStrategy
 from kgrag.retrieval.params import SKELETON, TOP_ENTITIES, theta
 from kgrag.retrieval.units import Evidence, Units
-from kgrag.spec.declarations import Config, GraphRef, Need, Strategy
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 DENSE_HEADER = "-----Dense sources-----"
 

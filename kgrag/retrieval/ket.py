@@ -53,6 +53,7 @@ from kgrag.contents.bipartite import (
     read_subchunks,
 )
 from kgrag.contents.chunks import UNIT_COLUMNS
+from kgrag.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 from kgrag.errors import KgragError
 from kgrag.retrieval.layout import (
     SOURCES_HEADER,
@@ -67,10 +68,9 @@ from kgrag.retrieval.local_search import LocalContext, LocalSearch, children_of
 from kgrag.retrieval.params import GRAPH_NAME, SKELETON, TOP_ENTITIES, theta
 from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Evidence, Units
-from kgrag.spec.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 KEYWORD_HEADER = "-----Keyword sources-----"
 KEYWORDS_SEARCHED = 1000

@@ -23,16 +23,15 @@ import numpy as np
 
 from kgrag.contents.core import read_knn
 from kgrag.contents.dense import open_dense
+from kgrag.declarations import Config, GraphRef, Need, Strategy
 from kgrag.errors import KgragError
-from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.local_search import natural_key
 from kgrag.retrieval.naive import NaiveStrategy
 from kgrag.retrieval.params import SKELETON, TOP_K
 from kgrag.retrieval.units import Evidence, Units
-from kgrag.spec.declarations import Config, GraphRef, Need, Strategy
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 
 class KnngStrategy:
@@ -75,8 +74,7 @@ class KnngStrategy:
         return list(listed)
 
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
-        return self.units.context(fill_budget(self.ranked(vector), self.units.tokens,
-                                              self.budget))
+        return self.units.filled(self.ranked(vector), self.budget)
 
 
 def _needs(config: Config) -> dict[str, Need]:

@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.contents.dense import open_dense
-from kgrag.retrieval.budget import fill_budget
+from kgrag.declarations import Param, Strategy
 from kgrag.retrieval.params import TOP_K
 from kgrag.retrieval.units import Evidence, Units
-from kgrag.spec.declarations import Param, Strategy
 from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 
 class NaiveStrategy:
@@ -48,8 +47,7 @@ class NaiveStrategy:
         return self.ranked(vector)
 
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
-        return self.units.context(fill_budget(self.ranking(question, vector), self.units.tokens,
-                                              self.budget))
+        return self.units.filled(self.ranking(question, vector), self.budget)
 
 
 SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -1,8 +1,8 @@
-"""Parameters several strategies share, declared once (``kgrag.spec.declarations``)."""
+"""Parameters several strategies share, declared once (``kgrag.declarations``)."""
 
 from __future__ import annotations
 
-from kgrag.spec.declarations import Param
+from kgrag.declarations import Param
 
 GRAPH_NAME = {"type": ["string", "null"]}
 

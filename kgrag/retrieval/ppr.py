@@ -19,15 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kgrag.declarations import Config, GraphRef, Need, Param, Problem, Strategy
 from kgrag.errors import KgragError
-from kgrag.retrieval.budget import fill_budget
 from kgrag.retrieval.params import HIERARCHY, SKELETON
 from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
 from kgrag.retrieval.units import Evidence, Units
-from kgrag.spec.declarations import Config, GraphRef, Need, Param, Problem, Strategy
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 # graph key of the spec → the step whose entity tables ppr reads
 GRAPH_STEPS = {"skeleton": "extract", "entities": "extract", "hierarchy": "hierarchy"}
@@ -49,10 +48,9 @@ class PprStrategy:
 
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         ranked, scores, trace = self.search.scored(question, vector)
-        chosen = fill_budget(ranked, self.units.tokens, self.budget)
-        trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in chosen}
-        context = self.units.context(chosen)
-        return Evidence(context.unit_ids, context.doc_ids, context.text, context.tokens, trace)
+        context = self.units.filled(ranked, self.budget)
+        trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in context.unit_ids}
+        return dataclasses.replace(context, trace=trace)
 
 
 def _needs(config: Config) -> dict[str, Need]:

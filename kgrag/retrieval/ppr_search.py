@@ -46,16 +46,17 @@ import numpy as np
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
+from kgrag.declarations import Config, Param, Problem
 from kgrag.errors import KgragError
+from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, method_of, parses
 from kgrag.graphs.ppr import Walk
 from kgrag.models.embed_backends import TORCH, identity
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
-from kgrag.spec.declarations import Config, Param, Problem
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 # A personalised-PageRank walk's parameters: strategy ppr's, and those of the ppr channels
 # of ket (skeleton_search: ppr) and hugrag (entity_seeds: ppr).
@@ -85,8 +86,8 @@ WALK_PARAMS = (
     Param("question_mentions", {"type": "boolean"},
           "also seed from the question's mentions as the nlp extraction finds them in a chunk "
           "(the same spaCy pipeline and rules), matched to graph names by normalised words. "
-          "Needs extraction method nlp. Left out: false (only graph names found in the "
-          "question).", off=False),
+          "Needs an extraction method that parses (nlp, hybrid). Left out: false (only graph "
+          "names found in the question).", off=False),
     Param("nearest_names", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
           "link a question mention no graph name matches to the entity whose name embedding "
           "is nearest, when the cosine is at least this value (needs question_mentions). "
@@ -308,10 +309,11 @@ def _identity(embedder: Any) -> str | None:
 def walk_problems(index: int, entry: Config, spec: Config) -> Iterator[Problem]:
     """The question-mention options need the nlp extraction's pipeline, and the
     nearest-name fallback needs mentions to link."""
-    if entry.get("question_mentions") and spec["extraction"]["method"] != "nlp":
+    if entry.get("question_mentions") and not parses(method_of(spec["extraction"])):
         yield ("query", index, "question_mentions"), (
             "question_mentions finds mentions with the nlp extraction's spaCy pipeline; set "
-            "extraction: {method: nlp}")
+            f"extraction: {{method: nlp}} (or another method that parses: "
+            f"{', '.join(m.name for m in EXTRACTION_METHODS.values() if parses(m))})")
     if entry.get("nearest_names") and not entry.get("question_mentions"):
         yield ("query", index, "nearest_names"), (
             "nearest_names links question mentions no name matches; set question_mentions: "

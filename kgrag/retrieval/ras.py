@@ -6,7 +6,7 @@ For one question Q:
    context); otherwise the first sub-query is Q itself;
 2. retrieve the ``retrieve_k`` best passages for the sub-query (5, the paper's) that the
    loop has not retrieved yet, ranked by the query entry that ``retriever`` names
-   (any strategy that ranks chunks: naive, bm25, ppr, fusion, a naive over a trained
+   (any strategy that ranks chunks: naive, bm25, ppr, a naive over a trained
    embedder), so every iteration adds new evidence;
 3. text-to-triples with the spec's extraction (``kgrag.retrieval.ras_triples``), the
    first ``triples_per_passage`` of each passage;
@@ -14,8 +14,8 @@ For one question Q:
 5. plan again on the history (Eq. 2): ``[SUFFICIENT]`` stops, ``[SUBQ] q`` iterates
    with q, at most ``max_iterations`` retrievals in all.
 
-The context is the history (``ras_plan.history`` without the question line: the
-answer prompt adds it): every sub-query with its triples, filled into
+The context is the history (``kgrag.training.ras_text.history`` without the question
+line: the answer prompt adds it): every sub-query with its triples, filled into
 ``budget_tokens`` (triples that do not fit are dropped and counted). ``evidence:
 passages`` (ablation "no text-to-triples") shows each sub-query's passages instead.
 
@@ -48,41 +48,38 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kgrag.declarations import (
+    Config,
+    ExtractionMethod,
+    Need,
+    Param,
+    Problem,
+    Strategy,
+    TrainedRef,
+)
 from kgrag.errors import KgragError
+from kgrag.graphs.extraction_methods import method_of
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.fusion import RANKERS
-from kgrag.retrieval.ras_oracle import ORACLE_SOURCES, GoldPlans
-from kgrag.retrieval.ras_plan import (
+from kgrag.retrieval.ras_oracle import ORACLE_SOURCES, GoldPlans, oracle_plan, subquery_writer
+from kgrag.retrieval.ras_plan import Plan, few_shot_plan, parse_plan
+from kgrag.retrieval.ras_triples import QueryGraph, passage, text_to_triples
+from kgrag.retrieval.units import Evidence
+from kgrag.training.ras_text import (
     GRAPH_INFO,
     NO_RETRIEVAL,
     SUBQ,
     SUFFICIENT,
-    Plan,
-    few_shot_plan,
+    answer_input,
     history,
-    parse_plan,
+    plan_input,
+    render,
 )
-from kgrag.retrieval.ras_triples import QueryGraph, passage, render, text_to_triples
-from kgrag.retrieval.units import Evidence
-from kgrag.spec.declarations import Config, Need, Param, Problem, Strategy, TrainedRef
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 WHY_GRAPH_LLM = "graph_llm names the trained planner-answerer"
 GRAPH_LLM_PLAN_TOKENS = 48
-
-
-def member(config: Config) -> Config:
-    """The retriever entry's concrete config (compile puts it in place of its name)."""
-    found = config.get("retriever")
-    if not isinstance(found, dict):
-        raise KgragError(f"strategy {config['name']!r}: retriever needs the config of a query "
-                         "entry (a spec names one; compile resolves it)")
-    if found["strategy"] not in RANKERS:
-        raise KgragError(f"strategy {config['name']!r}: {found['strategy']} does not rank "
-                         f"chunks; name an entry of {', '.join(sorted(RANKERS))}")
-    return found
 
 
 def check_iterations(config: Config) -> None:
@@ -107,16 +104,13 @@ class RasStrategy:
     def load(cls, config: Config, artefacts: dict[str, Path], resources: Resources
              ) -> RasStrategy:
         check_iterations(config)
-        found = member(config)
-        own = {role.split(".", 1)[1]: path for role, path in artefacts.items()
-               if role.startswith("retriever.")}
-        retriever = RANKERS[found["strategy"]].runs.load(found, own, resources)
+        retriever = resources.members["retriever"]
         models = resources.models
         to_triples = (text_to_triples(config["extraction"], models)
                       if config["evidence"] == "triples" else None)
         graph_llm = None
         if config.get("graph_llm"):
-            from kgrag.models.graph_llm import load_cached_graph_llm
+            from kgrag.training.graph_llm import load_cached_graph_llm
 
             graph_llm = load_cached_graph_llm(artefacts["graph_llm"], models)
         elif config["planning"] == "few_shot" and resources.llm is None:
@@ -241,100 +235,64 @@ class RasStrategy:
         return render(kept), used + sum(sizes[t] for t in kept), record
 
 
-def oracle_plan(gold: list[str], question: str, retrieved: int) -> Plan:
-    """The gold plan after ``retrieved`` retrievals: retrieve (for the question itself,
-    as the loop does first), then each gold sub-question in turn, then SUFFICIENT."""
-    if retrieved == 0:
-        return Plan(SUBQ, question)
-    return Plan(SUBQ, gold[retrieved - 1]) if retrieved <= len(gold) else Plan(SUFFICIENT)
-
-
-def subquery_writer(resources: Resources) -> Any:
-    """HotpotQA-SUBQ's sub-queries of a question's supporting paragraphs by the spec's LLM
-    (the oracle's gold where the data has no decomposition)."""
-    from kgrag.training.subq import Document, subqueries  # it reads this module's prompts
-
-    def write(question: str, paragraphs: list[tuple[str, str]]) -> list[str]:
-        if resources.llm is None:
-            raise KgragError("planning: oracle writes HotpotQA-SUBQ's sub-queries with the "
-                             "spec's LLM, and none is loaded")
-        return subqueries(resources.llm, question, [Document(t, x) for t, x in paragraphs],
-                          resources.prompt_style)[0]
-
-    return write
-
-
 def _shown(plan: Plan) -> str:
     return f"{SUBQ} {plan.query}" if plan.kind == SUBQ else (
         plan.kind if plan.valid else f"invalid -> {SUFFICIENT}")
 
 
-PLAN_INSTRUCTION = ("Plan the next step for the question: reply [NO_RETRIEVAL], [SUBQ] with "
-                    "a sub-question, or [SUFFICIENT].")
-ANSWER_INSTRUCTION = ("Answer the question. Each [SUBQ] is followed by the graph information "
-                      "it retrieved; use it if it helps. Reply with the shortest answer.")
-
-
-def plan_input(text: str) -> str:
-    """What the Graph-LLM reads to plan (its training samples' prompts are the same)."""
-    return f"{PLAN_INSTRUCTION}\n{text}"
-
-
-def answer_input(text: str) -> str:
-    """What the Graph-LLM reads to answer."""
-    return f"{ANSWER_INSTRUCTION}\n{text}"
+def _extracting(config: Config) -> ExtractionMethod | None:
+    """The extraction method that turns passages into triples, if the loop does."""
+    return method_of(config["extraction"]) if config["evidence"] == "triples" else None
 
 
 def uses_llm(config: Config) -> bool:
-    """Whether the loop calls the spec's LLM: to plan few-shot, to write an oracle's
-    HotpotQA-SUBQ sub-queries, or to extract triples."""
-    extracts = config["evidence"] == "triples" and config.get("extraction", {}).get("method") \
-        == "llm"
-    return extracts or config["planning"] == "oracle" or (
+    """Whether the loop calls the spec's LLM: to plan few-shot or to write an oracle's
+    HotpotQA-SUBQ sub-queries. Its text-to-triples calls the extraction's LLM, whose
+    identity the ``extraction`` config already holds."""
+    return config["planning"] == "oracle" or (
         config["planning"] == "few_shot" and not config.get("graph_llm"))
 
 
 def calls(config: Config) -> int:
     """Model requests per question at most (before retries): a plan before and after each
     retrieval (an oracle: a sub-query per later retrieval, where the LLM writes them), an
-    answer from a Graph-LLM, and with LLM extraction one per passage."""
+    answer from a Graph-LLM, and the extraction's calls per passage."""
     n = config["max_iterations"]
     planned = {"fixed": 0, "oracle": n - 1}.get(config["planning"], 1 + n)
-    extracted = n * config["retrieve_k"] if uses_llm(config) and config.get("extraction", {}).get(
-        "method") == "llm" else 0
+    method = _extracting(config)
+    extracted = n * config["retrieve_k"] * method.llm_calls_per_chunk if method else 0
     return planned + bool(config.get("graph_llm")) + extracted
 
 
 def _needs(config: Config) -> dict[str, Need]:
-    """The retriever's artefacts under ``retriever.<role>`` once compile has resolved it
-    (spec checks see its name: that entry's needs are checked on it), and the
-    Graph-LLM's folder."""
+    """The Graph-LLM's folder, and the corpus for an oracle's gold sub-questions (the
+    retriever's artefacts are its member's: ``kgrag.retrieval``)."""
     needs: dict[str, Need] = {}
-    if isinstance(config.get("retriever"), dict):
-        found = member(config)
-        needs |= {f"retriever.{role}": need
-                  for role, need in RANKERS[found["strategy"]].needs(found).items()}
     if config.get("graph_llm"):
         needs["graph_llm"] = TrainedRef("graph_llm", "graph_llm", WHY_GRAPH_LLM)
     if config.get("planning") == "oracle":
-        needs["corpus"] = "corpus"  # the gold sub-questions
+        needs["corpus"] = "corpus"
     return needs
 
 
+def _with_retriever(config: Config, extraction: Config) -> Config:
+    """The entry once its retriever is a concrete config: its fingerprint covers the
+    retriever's embedder (the questions' and sub-queries' vectors are the retriever's)
+    and the spec's extraction, which turns its passages into triples."""
+    resolved = dict(config)
+    if config["retriever"].get("embedder"):
+        resolved["embedder"] = config["retriever"]["embedder"]
+    if config["evidence"] == "triples":
+        resolved["extraction"] = extraction
+    return resolved
+
+
 def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
-    """``retriever`` must name another entry that ranks chunks; planning by a Graph-LLM
-    is the trained model's; the Graph-LLM's switches need one."""
-    entries = {q["name"]: q["strategy"] for q in spec["query"]}
-    name = raw.get("retriever")
-    if name is None:
+    """``retriever`` must be given (``kgrag.spec.references`` checks that it names
+    another entry that ranks chunks); the Graph-LLM's switches need one; an oracle needs
+    gold sub-questions."""
+    if raw.get("retriever") is None:
         yield ("query", index), "strategy ras needs 'retriever': the name of another query entry"
-    elif name not in entries or name == raw.get("name"):
-        yield ("query", index, "retriever"), (f"no other query entry named '{name}' (known: "
-                                              f"{', '.join(entries)})")
-    elif entries[name] not in RANKERS:
-        yield ("query", index, "retriever"), (f"'{name}' is a {entries[name]} entry; ras "
-                                              "retrieves with an entry of "
-                                              f"{', '.join(sorted(RANKERS))}")
     if raw.get("graph_llm") is None and raw.get("graph_encoder") is False:
         yield ("query", index, "graph_encoder"), "graph_encoder applies only with a graph_llm"
     dataset = spec["corpus"].get("dataset")
@@ -350,7 +308,7 @@ DECLARATION = Strategy(
     "ranking, text-to-triples and a per-query graph; few-shot or a trained Graph-LLM.",
     (Param("retriever", {"type": "string", "minLength": 1},
            "name of another query entry whose ranking retrieves for each sub-query (naive, "
-           "bm25, ppr, fusion; a naive over a trained embedder)."),
+           "bm25, ppr; a naive over a trained embedder)."),
      Param("retrieve_k", {"type": "integer", "minimum": 1},
            "passages retrieved per sub-query (new to the loop).", default=5),
      Param("max_iterations", {"type": "integer", "minimum": 1},
@@ -377,4 +335,5 @@ DECLARATION = Strategy(
      Param("answer_tokens", {"type": "integer", "minimum": 1},
            "new tokens of a Graph-LLM answer.", default=32)),
     RasStrategy, _needs, problems=_problems, uses_llm=uses_llm, calls_per_question=calls,
-    answers_in_trace=lambda config: bool(config.get("graph_llm")))
+    answers_in_trace=lambda config: bool(config.get("graph_llm")), member_key="retriever",
+    with_members=_with_retriever)

@@ -26,9 +26,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kgrag.contents.corpus import read_decompositions, read_documents, read_questions
 from kgrag.errors import KgragError
+from kgrag.retrieval.ras_plan import Plan
+from kgrag.training.ras_text import SUBQ, SUFFICIENT
+from kgrag.training.subq import Document, subqueries
+
+if TYPE_CHECKING:
+    from kgrag.retrieval.resources import Resources
 
 ORACLE_SOURCES = {"musique": "its question_decomposition",
                   "hotpotqa": "HotpotQA-SUBQ's sub-queries of its supporting paragraphs"}
@@ -85,3 +92,25 @@ class GoldPlans:
             raise KgragError(f"planning: oracle: the question {question!r} has no gold "
                              f"sub-question (no {source} in the corpus)")
         return self.known[question]
+
+
+def oracle_plan(gold: list[str], question: str, retrieved: int) -> Plan:
+    """The gold plan after ``retrieved`` retrievals: retrieve (for the question itself,
+    as the loop does first), then each gold sub-question in turn, then SUFFICIENT."""
+    if retrieved == 0:
+        return Plan(SUBQ, question)
+    return Plan(SUBQ, gold[retrieved - 1]) if retrieved <= len(gold) else Plan(SUFFICIENT)
+
+
+def subquery_writer(resources: Resources) -> Any:
+    """HotpotQA-SUBQ's sub-queries of a question's supporting paragraphs by the spec's LLM
+    (the oracle's gold where the data has no decomposition)."""
+
+    def write(question: str, paragraphs: list[tuple[str, str]]) -> list[str]:
+        if resources.llm is None:
+            raise KgragError("planning: oracle writes HotpotQA-SUBQ's sub-queries with the "
+                             "spec's LLM, and none is loaded")
+        return subqueries(resources.llm, question, [Document(t, x) for t, x in paragraphs],
+                          resources.prompt_style)[0]
+
+    return write

@@ -8,14 +8,8 @@ mark); a reply that still is none of them (cut off by the token cap before its q
 mark, or an empty sub-query) is read as ``[SUFFICIENT]`` and counted by the caller
 (``Plan.valid`` is false).
 
-The history (App. B.3) is the text both the planner and the answerer read: each
-sub-query with the triples it retrieved, then the question::
-
-    [SUBQ] q0
-    Retrieved Graph Information: (S> a| P> b| O> c), (S> …)
-    [SUBQ] q1
-    Retrieved Graph Information: …
-    Question: Q
+The forms, their grammar and the history both the planner and the answerer read are
+RAS's text (``kgrag.training.ras_text``): the Graph-LLM is trained on the same.
 """
 
 from __future__ import annotations
@@ -23,14 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgrag.models.llm import CachedLLM
+from kgrag.training.ras_text import NO_RETRIEVAL, PLAN_GRAMMAR, SUBQ, SUFFICIENT, history
 
-NO_RETRIEVAL, SUBQ, SUFFICIENT = "[NO_RETRIEVAL]", "[SUBQ]", "[SUFFICIENT]"
-GRAPH_INFO = "Retrieved Graph Information:"
 PLAN_MAX_TOKENS = 48
-# the three forms; a sub-query is one line without brackets, ending in a question mark
-PLAN_GRAMMAR = (
-    'root ::= "[NO_RETRIEVAL]" | "[SUFFICIENT]" | "[SUBQ] " subq\n'
-    'subq ::= [^\\n\\[\\]?] [^\\n\\[\\]?]* "?"')
 
 
 @dataclass(frozen=True)
@@ -55,12 +44,6 @@ def parse_plan(reply: str) -> Plan:
         if query.endswith("?") and len(query) > 1 and "[" not in query:
             return Plan(SUBQ, query)
     return Plan(SUFFICIENT, valid=False)
-
-
-def history(steps: list[tuple[str, str]], question: str) -> str:
-    """App. B.3's format: each (sub-query, its graph information) then the question."""
-    lines = [line for subq, info in steps for line in (f"{SUBQ} {subq}", f"{GRAPH_INFO} {info}")]
-    return "\n".join([*lines, f"Question: {question}"])
 
 
 PLAN_INSTRUCTION = (

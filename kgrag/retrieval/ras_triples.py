@@ -1,16 +1,16 @@
 """RAS's text-to-triples and per-query graph (Jiang et al., Eq. 4–6, §2.2 of the notes).
 
 Text-to-triples runs the spec's shared extraction (``extraction.method``) on each
-retrieved passage instead of the paper's fine-tuned t2t model: ``nlp`` (spaCy, no LLM,
-instant) or ``llm`` (one grammar-constrained call per passage), both cached like every
-extraction. A relationship becomes the triple (source, predicate, target): with
-``nlp`` the predicate is its dependency-path label ("directed by", "born"); its
-unlabelled co-occurrence edges state no predicate and give no triple. With ``llm`` the
-predicate is the relationship's description. Names are the extraction's normalised
-(upper-case) names, shown in the passage's own casing when it contains them.
+retrieved passage instead of the paper's fine-tuned t2t model, cached like every
+extraction, and each relationship that states a predicate becomes the triple (source,
+predicate, target) as the method says (``ExtractionMethod.triples`` in
+``kgrag.graphs.extraction_methods``: with ``nlp`` the dependency-path label, and an
+unlabelled co-occurrence edge gives no triple; with ``llm`` the description; with
+``hybrid`` the LLM's relation words, else the nlp label). Names are the extraction's
+normalised (upper-case) names, shown in the passage's own casing when it contains them.
 
-A triple renders as ``(S> s| P> p| O> o)``, a passage's triples comma-separated. A
-passage with no triple adds nothing to the graph and is counted in the trace.
+A triple renders as RAS's text says (``kgrag.training.ras_text.render``). A passage
+with no triple adds nothing to the graph and is counted in the trace.
 
 The per-query graph keeps, per sub-query, the triples it added (a triple already in
 the graph is not added again): the Graph-LLM encodes each sub-query's subgraph apart
@@ -20,44 +20,13 @@ nodes are the unique subject and object strings (exact match: no entity resoluti
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgrag.errors import KgragError
-from kgrag.graphs.elements import Extraction
-from kgrag.graphs.extraction import extract
-from kgrag.graphs.nlp_extraction import LABELLED_STRENGTH, Chunk, NlpExtractor
-
-Triple = tuple[str, str, str]
-LLM_PREDICATE_WORDS = 8  # an LLM relationship's description, cut to a predicate's length
-NLP_LABELLED = ": "  # the nlp extractor describes a labelled relationship "<label>: <sentence>"
-
-
-def render(triples: Sequence[Triple]) -> str:
-    """Triples in the paper's format, comma-separated."""
-    return ", ".join(f"(S> {s}| P> {p}| O> {o})" for s, p, o in triples)
-
-
-def _cased(name: str, text: str) -> str:
-    """``name`` as the passage writes it, when it does."""
-    found = re.search(re.escape(name), text, flags=re.IGNORECASE)
-    return found.group(0) if found else name
-
-
-def triples_of(extraction: Extraction, text: str, method: str) -> list[Triple]:
-    """The triples one passage's extraction states, in order, without repeats."""
-    out: dict[Triple, None] = {}
-    for rel in extraction.relationships:
-        if method == "nlp":
-            if rel.strength != LABELLED_STRENGTH:  # a co-occurrence states no predicate
-                continue
-            predicate = rel.description.split(NLP_LABELLED, 1)[0]
-        else:
-            predicate = " ".join(rel.description.split()[:LLM_PREDICATE_WORDS])
-        out[(_cased(rel.source, text), predicate.strip(), _cased(rel.target, text))] = None
-    return list(out)
+from kgrag.graphs.extraction_methods import Inline, method_of
+from kgrag.graphs.nlp_extraction import Chunk
+from kgrag.training.ras_text import Triple
 
 
 def passage(unit_id: str, unit: str) -> Chunk:
@@ -75,29 +44,14 @@ TextToTriples = Callable[[list[Chunk]], list[list[Triple]]]
 def text_to_triples(extraction: dict[str, Any], models: Any) -> TextToTriples:
     """The spec's extraction method as a passages → triples function (``extraction`` is
     the ``extract`` config the retrieve step's fingerprint holds)."""
-    method = extraction.get("method", "llm")
-    if method == "nlp":
-        nlp = NlpExtractor(models.pipeline, models.cache)
+    method = method_of(extraction)
+    run = Inline(models)
 
-        def by_nlp(chunks: list[Chunk]) -> list[list[Triple]]:
-            return [triples_of(x, c.text, "nlp") for x, c in zip(nlp.extract(chunks), chunks)]
+    def to_triples(chunks: list[Chunk]) -> list[list[Triple]]:
+        found = method.extract(chunks, extraction, run)
+        return [method.triples(x, chunk) for x, chunk in zip(found, chunks)]
 
-        return by_nlp
-    if method == "llm":
-        llm = models.llm("extractor")
-
-        def by_llm(chunks: list[Chunk]) -> list[list[Triple]]:
-            return [triples_of(extract(llm, c.chunk_id, c.unit, style=extraction["prompt"],
-                                       max_tokens=extraction["max_tokens"],
-                                       max_entities=extraction["max_entities"],
-                                       max_relationships=extraction["max_relationships"],
-                                       keep_ungrounded=extraction["keep_ungrounded"]), c.unit,
-                               "llm")
-                    for c in chunks]
-
-        return by_llm
-    raise KgragError(f"strategy ras turns passages into triples with extraction method nlp "
-                     f"or llm, not {method!r}")
+    return to_triples
 
 
 @dataclass

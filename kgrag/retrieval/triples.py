@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.contents.kg import KgIndex, Retrieval
+from kgrag.declarations import Param, Strategy, TrainedRef
 from kgrag.kg.chains import chain_context, flat_context
 from kgrag.retrieval.bm25 import Bm25Index
 from kgrag.retrieval.units import Evidence, Units
-from kgrag.spec.declarations import Param, Strategy, TrainedRef
 from kgrag.training.reg import load_scorer
 
 if TYPE_CHECKING:
-    from kgrag.retrieval import Resources
+    from kgrag.retrieval.resources import Resources
 
 KG = {"kg": "kg"}
 PARAMS = (

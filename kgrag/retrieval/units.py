@@ -7,6 +7,8 @@ from typing import Any
 
 import polars as pl
 
+from kgrag.retrieval.budget import fill_budget
+
 
 def unit_text(with_title: bool) -> pl.Expr:
     """How a retrieval unit (a chunk or a sub-chunk) is rendered from its ``title`` and
@@ -34,6 +36,11 @@ class Units:
         return cls(dict(zip(ids, df["context"].to_list())),
                    dict(zip(ids, df["context_tokens"].to_list())),
                    dict(zip(ids, df["doc_id"].to_list())))
+
+    def filled(self, ranked: list[str], budget: int) -> Evidence:
+        """The context of a ranking: its units in rank order while they fit ``budget``
+        (``fill_budget``), what every strategy that ranks chunks retrieves."""
+        return self.context(fill_budget(ranked, self.tokens, budget))
 
     def context(self, ids: list[str]) -> Evidence:
         """The plain context made of these units, in this order."""

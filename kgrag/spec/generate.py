@@ -1,10 +1,12 @@
-"""Generate the spec schema's ``strategy``, ``graph`` and ``extraction`` parameters from
-the declarations, and keep the published schema current.
+"""Generate the spec schema's declared parts from the registries, and keep the published
+schema current.
 
-The rest of ``pipeline.schema.json`` (corpus, models, chunking, answer, evaluate, and
-each of the four objects' own description and ``name``) is written by hand; this
-module rewrites only what the declarations own: the ``strategy`` / ``kind`` / ``method``
-enums (extraction's and training's) and every declared parameter. The schema is a flat union (one ``strategy`` object
+This module rewrites what the registries own: the ``strategy`` / ``kind`` / ``method``
+enums (extraction's and training's) and every declared parameter, the ``evaluate.metrics``
+pattern (``kgrag.eval.registry``) and the ``corpus.dataset`` enum
+(``kgrag.corpus.importers.IMPORTERS``). The rest of ``pipeline.schema.json`` (the
+settings of corpus, models, chunking, answer and evaluate, and each object's own
+description and ``name``) is written by hand. The schema is a flat union (one ``strategy`` object
 takes every strategy's parameters) so that editors complete every key;
 ``kgrag.spec.references`` then checks which parameter applies where. A parameter several
 declarations take is written once, its description prefixed by who takes it.
@@ -19,7 +21,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kgrag.spec.declarations import NO_DEFAULT, STRATEGY_COMMON, Param, Strategy
+from kgrag.declarations import NO_DEFAULT, STRATEGY_COMMON, Param, Strategy
 from kgrag.spec.references import declared
 from kgrag.spec.schema import SCHEMA, SCHEMA_PATH
 from kgrag.training import TRAINING_METHODS
@@ -29,7 +31,7 @@ SWEEP = "A list runs every value (a sweep)."
 
 def generated_schema(schema: dict[str, Any] = SCHEMA) -> dict[str, Any]:
     """``schema`` with its declared parts rewritten from the declarations."""
-    from kgrag.pipeline.graph_kinds import EXTRACTION_COMMON
+    from kgrag.graphs.extraction_methods import DEFAULT_METHOD, EXTRACTION_COMMON
 
     strategies, kinds, methods = declared()
     defs = schema["$defs"]
@@ -38,10 +40,33 @@ def generated_schema(schema: dict[str, Any] = SCHEMA) -> dict[str, Any]:
     graph = _object(defs["graph"], "kind", kinds.values(), _takers)
     extraction = _object(defs["extraction"], "method", methods.values(), _takers,
                          EXTRACTION_COMMON)
-    extraction["properties"]["method"]["default"] = "llm"
+    extraction["properties"]["method"]["default"] = DEFAULT_METHOD
     training = _object(defs["training"], "method", TRAINING_METHODS.values(), _takers)
     return {**schema, "$defs": {**defs, "strategy": strategy, "graph": graph,
-                                "extraction": extraction, "training": training}}
+                                "extraction": extraction, "training": training,
+                                "evaluate": _metrics(defs["evaluate"]),
+                                "corpus": _datasets(defs["corpus"])}}
+
+
+def _metrics(evaluate: dict[str, Any]) -> dict[str, Any]:
+    """``evaluate`` with its metric names from the registry (``kgrag.eval.registry``): a
+    family (``recall@``) takes a cut-off of 1 or more."""
+    from kgrag.eval.registry import METRICS
+
+    names = [name for name in METRICS if not name.endswith("@")] + [
+        f"{name}[1-9][0-9]*" for name in METRICS if name.endswith("@")]
+    metrics = evaluate["properties"]["metrics"]
+    items = {**metrics["items"], "pattern": f"^({'|'.join(names)})$"}
+    return {**evaluate, "properties": {**evaluate["properties"],
+                                       "metrics": {**metrics, "items": items}}}
+
+
+def _datasets(corpus: dict[str, Any]) -> dict[str, Any]:
+    """``corpus`` with its dataset shapes from ``IMPORTERS`` (``kgrag.corpus.importers``)."""
+    from kgrag.corpus.importers import IMPORTERS
+
+    dataset = {**corpus["properties"]["dataset"], "enum": list(IMPORTERS)}
+    return {**corpus, "properties": {**corpus["properties"], "dataset": dataset}}
 
 
 def _takers(declaration: Any) -> list[tuple[str, Param]]:

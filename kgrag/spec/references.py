@@ -1,5 +1,5 @@
 """Cross-references between a spec's graph builds and query strategies, checked against
-the declarations (``kgrag.spec.declarations``).
+the declarations (``kgrag.declarations``).
 
 The schema lists every parameter any graph kind, strategy or extraction method takes;
 which of them apply to which kind or method, and which graph a strategy must name, is
@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kgrag.errors import KgragError
-from kgrag.spec.declarations import (
+from kgrag.declarations import (
     NO_DEFAULT,
     STRATEGY_COMMON,
     Config,
@@ -27,6 +26,7 @@ from kgrag.spec.declarations import (
     sweep_keys,
     variants,
 )
+from kgrag.errors import KgragError
 
 COMMON_GRAPH = {"name", "kind"}
 COMMON_STRATEGY = {"name", "strategy"} | param_names(STRATEGY_COMMON)
@@ -35,7 +35,8 @@ COMMON_STRATEGY = {"name", "strategy"} | param_names(STRATEGY_COMMON)
 def declared() -> tuple[dict[str, Strategy], dict[str, Any], dict[str, Any]]:
     """The registries: strategies, graph kinds and extraction methods. Imported here, when
     a spec is checked, because they live beside their code."""
-    from kgrag.pipeline.graph_kinds import EXTRACTION_METHODS, GRAPH_KINDS
+    from kgrag.graphs.extraction_methods import EXTRACTION_METHODS
+    from kgrag.pipeline.graph_kinds import GRAPH_KINDS
     from kgrag.retrieval import STRATEGIES
 
     return STRATEGIES, GRAPH_KINDS, EXTRACTION_METHODS
@@ -47,7 +48,7 @@ def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
     ``raw`` is what the user wrote (to see which parameters were set explicitly);
     ``filled`` has the defaults.
     """
-    from kgrag.pipeline.graph_kinds import EXTRACTION_COMMON
+    from kgrag.graphs.extraction_methods import EXTRACTION_COMMON
 
     strategies, graph_kinds, methods = declared()
     method = filled["extraction"]["method"]
@@ -69,26 +70,44 @@ def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
         q = with_defaults(q, strategy.params_of(q))
         yield from _misplaced_in_strategy(i, q_raw, q, strategy)
         own = list(strategy.problems(i, q_raw, q, filled))
+        own += _member_problems(i, q_raw, strategy, filled)
         yield from own
         if not own:  # an entry with its own problems may not say what it needs
             yield from _graph_problems(i, q, strategy, kinds)
             yield from _trained_problems(i, q, strategy, filled)
 
 
+def _member_problems(i: int, raw: Config, strategy: Strategy, filled: Config
+                     ) -> list[Problem]:
+    """Each entry a strategy built on others names must be another entry of the query list
+    that ranks chunks (``kgrag.retrieval.RANKERS``)."""
+    from kgrag.retrieval import RANKERS
+
+    entries = {q["name"]: q["strategy"] for q in filled["query"]}
+    problems: list[Problem] = []
+    for role, name in strategy.members(raw).items():
+        path = ("query", i, *strategy.member_path(role))
+        if name not in entries or name == raw.get("name"):
+            problems.append((path, (f"no other query entry named '{name}' (known: "
+                                    f"{', '.join(entries)})")))
+        elif entries[name] not in RANKERS:
+            problems.append((path, (f"'{name}' is a {entries[name]} entry; strategy "
+                                    f"{strategy.name} takes the ranking of an entry of "
+                                    f"{', '.join(RANKERS)}")))
+    return problems
+
+
 def _training_problems(raw: Config, filled: Config) -> Iterator[Problem]:
-    """Duplicate training names, and an entry whose windows are upside down."""
+    """Duplicate training names, and each method's own checks."""
+    from kgrag.training import TRAINING_METHODS
+
     names: set[str] = set()
-    for i, entry in enumerate(filled.get("training", [])):
+    for i, (t_raw, entry) in enumerate(zip(raw.get("training", []),
+                                           filled.get("training", []))):
         if entry["name"] in names:
             yield ("training", i, "name"), f"duplicate training name '{entry['name']}'"
         names.add(entry["name"])
-        for window in ("large", "small"):
-            low, high = entry.get(window, (1, 1))
-            if low > high:
-                yield (("training", i, window),
-                       f"{window} is a [min, max] node window; {low} > {high}")
-        if entry.get("base") == entry["name"]:
-            yield ("training", i, "base"), "a training entry cannot fine-tune itself"
+        yield from TRAINING_METHODS[entry["method"]].problems(i, t_raw, entry, filled)
 
 
 def prune_defaults(filled: Config) -> Config:
@@ -162,8 +181,8 @@ def _graph_problems(i: int, entry: Config, strategy: Strategy, kinds: dict[str, 
 
 
 def _needs(entry: Config, strategy: Strategy) -> list[Any]:
-    """What the entry reads, in every variant of its sweep; nothing for fusion, whose
-    members are other entries, checked on their own."""
+    """What the entry reads itself, in every variant of its sweep (its members are other
+    entries, checked on their own)."""
     try:
         return [need for _, variant in variants(entry, sweep_keys(STRATEGY_COMMON
                                                                   + strategy.params_of(entry)))

@@ -1,8 +1,7 @@
 """Step kinds. Each module adapts library functions to the runner's uniform
-``run(ctx)`` signature (``kgrag.pipeline.step``); the methods themselves live elsewhere.
+``run(ctx)`` signature (``kgrag.steps.step``); the methods themselves live elsewhere.
 ``KINDS`` lists every kind a plan may use, explicitly."""
 
-from kgrag.pipeline.step import StepKind
 from kgrag.steps import (
     answer,
     bipartite,
@@ -18,6 +17,7 @@ from kgrag.steps import (
     skeleton,
     train,
 )
+from kgrag.steps.step import StepKind
 
 KINDS: dict[str, StepKind] = {kind.name: kind for kind in (
     corpus.import_corpus, chunks.chunk, dense.dense_index,

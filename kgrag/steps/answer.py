@@ -18,7 +18,7 @@ from kgrag.contents.answers import write_answers, write_citations
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import read_retrieved
-from kgrag.pipeline.step import Counts, StepContext, step_kind
+from kgrag.steps.step import Counts, StepContext, step_kind
 
 
 def answered(config: dict[str, Any], counts: Counts) -> int | None:

@@ -14,8 +14,8 @@ from kgrag.contents.chunks import read_chunks
 from kgrag.contents.columns import counted
 from kgrag.graphs.bipartite import build_bipartite
 from kgrag.graphs.subchunks import split_subchunks
-from kgrag.pipeline.step import StepContext, step_kind
 from kgrag.retrieval.units import unit_text
+from kgrag.steps.step import StepContext, step_kind
 
 
 @step_kind("bipartite", "1")

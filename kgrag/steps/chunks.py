@@ -18,8 +18,8 @@ from kgrag.contents.columns import counted
 from kgrag.contents.corpus import read_documents, read_sections
 from kgrag.corpus import chunk_documents
 from kgrag.corpus.sources import with_sources
-from kgrag.pipeline.step import StepContext, step_kind
 from kgrag.retrieval.units import unit_text
+from kgrag.steps.step import StepContext, step_kind
 
 
 @step_kind("chunk", "1")

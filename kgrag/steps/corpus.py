@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kgrag.contents.corpus import write_corpus
 from kgrag.corpus import load_corpus
-from kgrag.pipeline.step import StepContext, step_kind
+from kgrag.steps.step import StepContext, step_kind
 
 CONVERTED = "converted"  # the conversion cache's folder inside the spec's cache folder
 

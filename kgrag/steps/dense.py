@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.dense import write_dense
-from kgrag.pipeline.step import StepContext, step_kind
+from kgrag.steps.step import StepContext, step_kind
 
 
 @step_kind("dense_index", "1")

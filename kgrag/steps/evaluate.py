@@ -37,8 +37,7 @@ from kgrag.eval.builds import build_row, training_row
 from kgrag.eval.registry import EvidenceSpans, ExtractionBuild, Metric, lookup
 from kgrag.eval.report import strategy_row
 from kgrag.eval.structure import gold_nodes, structural_metrics
-from kgrag.pipeline.artefacts import BUILD_RECORD
-from kgrag.pipeline.step import StepContext, step_kind
+from kgrag.steps.step import BUILD_RECORD, StepContext, step_kind
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ from kgrag.graphs.hierarchy import Module, leiden_hierarchy
 from kgrag.graphs.module_summaries import extractive_summaries, llm_summary
 from kgrag.graphs.salience import Salience, salient_graph
 from kgrag.models.llm import CachedLLM
-from kgrag.pipeline.step import StepContext, step_kind
+from kgrag.steps.step import StepContext, step_kind
 
 
 @step_kind("hierarchy", "1")

@@ -22,7 +22,7 @@ import numpy as np
 from kgrag.contents.corpus import read_kg, read_questions
 from kgrag.contents.kg import write_kg
 from kgrag.kg.graph import KnowledgeGraph, with_distractors
-from kgrag.pipeline.step import StepContext, step_kind
+from kgrag.steps.step import StepContext, step_kind
 
 
 @step_kind("kg_index", "1")

@@ -19,7 +19,7 @@ from kgrag.contents.training import (
     write_supervision,
 )
 from kgrag.errors import KgragError
-from kgrag.pipeline.step import Counts, StepContext, step_kind
+from kgrag.steps.step import Counts, StepContext, step_kind
 from kgrag.steps.train import training_set
 from kgrag.training import refinement
 from kgrag.training.entity_scorer import EntityScorerSettings, train_entity_scorer

@@ -28,9 +28,9 @@ from kgrag.contents.chunks import UNIT_COLUMNS, read_chunks
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import write_retrieved
 from kgrag.errors import KgragError
-from kgrag.pipeline.step import Counts, StepContext, step_kind
-from kgrag.retrieval import STRATEGIES, Resources
+from kgrag.retrieval import STRATEGIES, Resources, load, needs
 from kgrag.retrieval.units import Units
+from kgrag.steps.step import Counts, StepContext, step_kind
 from kgrag.training.split import held_out
 
 
@@ -42,8 +42,7 @@ def load_strategy(step: dict[str, Any], inputs: dict[str, Path], models: Any) ->
     units = Units.of(read_chunks(inputs["chunks"], UNIT_COLUMNS)) if "chunks" in inputs else None
     resources = Resources(units, models.tokenizer, llm, step.get("prompt", "completion"),
                           models.embedder_of(step["embedder"]), models.pipeline, models)
-    artefacts = {role: inputs[role] for role in declared.needs(config)}
-    return declared.runs.load(config, artefacts, resources)
+    return load(config, {role: inputs[role] for role in needs(config)}, resources)
 
 
 def filter_calls(config: dict[str, Any], counts: Counts) -> int | None:

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -31,15 +30,13 @@ from kgrag.contents.extraction import read_extraction, write_extraction
 from kgrag.contents.skeleton import write_skeleton
 from kgrag.graphs.core import core_size, pagerank, select_core
 from kgrag.graphs.descriptions import summarise
-from kgrag.graphs.elements import Extraction, counts_frame
-from kgrag.graphs.extraction import extract
-from kgrag.graphs.hybrid_extraction import Related, relate
+from kgrag.graphs.elements import counts_frame
+from kgrag.graphs.extraction_methods import method_of
 from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.merge import merge
-from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
-from kgrag.models.llm import CachedLLM
-from kgrag.pipeline.step import Counts, StepContext, step_kind
+from kgrag.graphs.nlp_extraction import Chunk
 from kgrag.retrieval.units import unit_text
+from kgrag.steps.step import Counts, StepContext, step_kind
 
 
 @step_kind("core", "1")
@@ -56,24 +53,28 @@ def core(ctx: StepContext) -> None:
 
 
 def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
-    """One call per core chunk, plus the retries each may need (methods llm and hybrid;
-    hybrid skips chunks with fewer than two entities); none for method nlp."""
-    if config.get("method") == "nlp":
+    """The method's calls per core chunk, plus the retries each may need."""
+    per_chunk = method_of(config).llm_calls_per_chunk
+    if not per_chunk:
         return 0
     if counts.chunks is None:
         return None
-    return core_size(config["beta"], counts.chunks) * (1 + config["llm"]["max_retries"])
+    return core_size(config["beta"], counts.chunks) * per_chunk * (
+        1 + config["llm"]["max_retries"])
 
 
 @step_kind("extract", "2", max_llm_calls=extraction_calls)
 def extract_core(ctx: StepContext) -> None:
-    chunks = read_chunks(ctx.input("chunks"), ["chunk_id", "title", "text", "context"])
-    todo = chunks  # HugRAG's hierarchy extracts from every chunk: it has no core step
+    todo = read_chunks(ctx.input("chunks"), ["chunk_id", "title", "text", "context"])
+    # HugRAG's hierarchy extracts from every chunk: it has no core step
     if "core" in ctx.inputs:
-        todo = chunks.filter(pl.col("chunk_id").is_in(read_core_ids(ctx.input("core")).implode()))
-    method = ctx.config.get("method", "llm")
-    extractions = {"nlp": _extract_nlp, "hybrid": _extract_hybrid,
-                   "llm": _extract_llm}[method](ctx, todo)
+        todo = todo.filter(pl.col("chunk_id").is_in(read_core_ids(ctx.input("core")).implode()))
+    # the title counts only where the unit shows it (``chunking.title``)
+    shown = todo.select("chunk_id", "title", "text",
+                        titled=pl.col("context") == unit_text(with_title=True))
+    chunks = [Chunk(chunk_id, text, title if titled else None)
+              for chunk_id, title, text, titled in shown.iter_rows()]
+    extractions = method_of(ctx.config).extract(chunks, ctx.config, ctx)
     entities, relationships = merge(extractions)
     write_extraction(ctx.out_dir, counts_frame(extractions), entities, relationships)
     failed = [x.chunk_id for x in extractions if x.failed]
@@ -84,55 +85,6 @@ def extract_core(ctx: StepContext) -> None:
                                / max(1, len(extractions)), 4),
         empty_chunks=sum(not x.failed and not x.entities for x in extractions),
         entities=entities.height, relationships=relationships.height)
-
-
-def _extract_llm(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
-    """One constrained call per chunk on its retrieval unit (title line included)."""
-    cfg = ctx.config
-
-    def extract_one(llm: CachedLLM, chunk: tuple[str, str]) -> Extraction:
-        return extract(llm, *chunk, style=cfg["prompt"], max_tokens=cfg["max_tokens"],
-                       max_entities=cfg["max_entities"],
-                       max_relationships=cfg["max_relationships"],
-                       keep_ungrounded=cfg["keep_ungrounded"])
-
-    return ctx.map_calls("extractor", extract_one, list(zip(todo["chunk_id"], todo["context"])),
-                         desc="extract", unit="chunk")
-
-
-def _extract_nlp(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
-    """The spaCy pipeline on each chunk's text; the title counts only where the unit
-    shows it (``chunking.title``), as the LLM would see it only there."""
-    shown = todo.select("chunk_id", "title", "text",
-                        titled=pl.col("context") == unit_text(with_title=True))
-    chunks = [Chunk(chunk_id, text, title if titled else None)
-              for chunk_id, title, text, titled in shown.iter_rows()]
-    extractor = NlpExtractor(ctx.models.pipeline, ctx.models.cache)
-    extractions = extractor.extract(
-        chunks, lambda docs, total: ctx.progress(docs, total=total, desc="extract", unit="chunk"))
-    ctx.notes.update(parsed=extractor.parsed, parse_cache_hits=extractor.cache_hits)
-    return extractions
-
-
-def _extract_hybrid(ctx: StepContext, todo: pl.DataFrame) -> list[Extraction]:
-    """The nlp extraction, then one constrained call per chunk relating its entities on
-    its retrieval unit; what happened to each call is counted in the notes."""
-    nlp = _extract_nlp(ctx, todo)
-    cfg = ctx.config
-
-    def relate_one(llm: CachedLLM, chunk: tuple[Extraction, str]) -> Related:
-        return relate(llm, *chunk, style=cfg["prompt"],
-                      max_relationships=cfg["max_relationships"])
-
-    related = ctx.map_calls("extractor", relate_one, list(zip(nlp, todo["context"])),
-                            desc="relate", unit="chunk")
-    outcomes = Counter(r.outcome for r in related)
-    ctx.notes.update(related_chunks=outcomes["related"],
-                     no_entity_chunks=outcomes["no_entities"],
-                     unrelated_chunks=outcomes["unrelated"],
-                     relate_failed_chunks=[r.extraction.chunk_id for r in related
-                                           if r.outcome == "failed"])
-    return [r.extraction for r in related]
 
 
 def skeleton_calls(config: dict[str, Any], counts: Counts) -> int | None:

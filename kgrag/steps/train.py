@@ -23,7 +23,7 @@ from kgrag.contents.training import (
 from kgrag.errors import KgragError
 from kgrag.graphs.names import match_form
 from kgrag.models.llm import InvalidOutput
-from kgrag.pipeline.step import Counts, StepContext, step_kind
+from kgrag.steps.step import Counts, StepContext, step_kind
 from kgrag.training import augmentation
 from kgrag.training.alignment import gold_units, score_units
 from kgrag.training.ark import GOLD

@@ -7,7 +7,7 @@ ReG's graph retrievers, which a reg strategy's ``retriever`` names, and RAS's Gr
 which a ras strategy's ``graph_llm`` names (each through a ``TrainedRef``).
 """
 
-from kgrag.spec.declarations import TrainingMethod
+from kgrag.declarations import TrainingMethod
 from kgrag.training import ark, ras, reg
 
 TRAINING_METHODS: dict[str, TrainingMethod] = {

@@ -20,13 +20,10 @@ nothing and a changed parameter reruns only what depends on it):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
-from kgrag.spec.declarations import Config, Param, TrainingMethod, step_name
+from kgrag.declarations import Config, Param, Problem, Steps, TrainingMethod, step_name
 from kgrag.training.split import SPLIT_PARAMS, split_of
-
-if TYPE_CHECKING:
-    from kgrag.pipeline.plan import Plan
 
 NUMBER = {"type": "number", "minimum": 0}
 WINDOW = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2,
@@ -35,36 +32,29 @@ PER_STAGE = {"type": "array", "minItems": 3, "maxItems": 3}
 GOLD = "gold"  # ``positives``: the supporting documents' chunks, not the scorer's top M
 
 
-def _add(plan: Plan, name: str, kind: str, config: Config, inputs: dict[str, str]):
-    """A step, or the plan's step that it repeats (same kind, config and inputs): an entry
-    that differs from another only in later stages (the ablation ``stages: 1``) shares its
-    earlier steps, artefacts included."""
-    step = plan.step(name, kind, config, inputs)
-    same = [s for s in plan.steps if s.fingerprint == step.fingerprint]
-    return same[0] if same else plan.append(step)
-
-
-def build(plan: Plan, name: str, cfg: Config, env) -> str:
-    """Add one ARK entry's steps; return the step that holds its final model."""
+def build(plan: Steps, name: str, cfg: Config, env) -> str:
+    """Add one ARK entry's steps; return the step that holds its final model. Steps are
+    shared: an entry that differs from another only in later stages (the ablation
+    ``stages: 1``) reuses its earlier steps, artefacts included."""
     base = env.base_embedder(cfg["base"])
     # the oracle row scores nothing: no scorer, no weights in its fingerprint
     scoring = ({} if cfg["positives"] == GOLD else
                {"scorer": env.scorer, "weights": cfg["weights"]})
-    align = _add(plan, step_name("align", name), "ark_align", {
+    align = plan.shared(step_name("align", name), "ark_align", {
         "base": base, "split": split_of(cfg), **scoring,
         **{k: cfg[k] for k in ("max_questions", "candidates", "positives")}},
         {"corpus": "corpus", "chunks": "chunks"})
     training = {"base": base, "seed": cfg["seed"], "temperature": cfg["temperature"],
                 "batch_size": cfg["batch_size"], "max_seq_length": cfg["max_seq_length"]}
-    previous = _add(plan, step_name("stage1", name), "ark_stage", {
+    previous = plan.shared(step_name("stage1", name), "ark_stage", {
         **training, "stage": 1, "epochs": cfg["epochs"][0],
         "learning_rate": cfg["learning_rates"][0], "warmup_steps": cfg["warmup_steps"]},
         {"corpus": "corpus", "chunks": "chunks", "align": align.name})
     if cfg["stages"] == 1:
         return previous.name
-    extract = _add(plan, step_name("extract", name), "extract",
-                       {**env.extraction, "beta": 1.0}, {"chunks": "chunks"})
-    augment = _add(plan, step_name("augment", name), "ark_augment", {
+    extract = plan.shared(step_name("extract", name), "extract",
+                          {**env.extraction, "beta": 1.0}, {"chunks": "chunks"})
+    augment = plan.shared(step_name("augment", name), "ark_augment", {
         "base": base, "augmenter": env.llm_work, "split": split_of(cfg),
         "max_questions": cfg["max_questions"],
         **({"augment_questions": cfg["augment_questions"]}
@@ -73,7 +63,7 @@ def build(plan: Plan, name: str, cfg: Config, env) -> str:
                                "augmented")}},
         {"corpus": "corpus", "align": align.name, "extract": extract.name})
     for stage in range(2, cfg["stages"] + 1):
-        previous = _add(plan, step_name(f"stage{stage}", name), "ark_stage", {
+        previous = plan.shared(step_name(f"stage{stage}", name), "ark_stage", {
             **training, "stage": stage, "epochs": cfg["epochs"][stage - 1],
             "learning_rate": cfg["learning_rates"][stage - 1], "warmup_steps": 0,
             "hard_negatives": cfg["hard_negatives"], "negatives": cfg["negatives"],
@@ -81,6 +71,16 @@ def build(plan: Plan, name: str, cfg: Config, env) -> str:
             {"chunks": "chunks", "align": align.name, "augment": augment.name,
              "previous": previous.name})
     return previous.name
+
+
+def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
+    """A subgraph window must not be upside down; an entry cannot fine-tune itself."""
+    for window in ("large", "small"):
+        low, high = entry[window]
+        if low > high:
+            yield ("training", index, window), f"{window} is a [min, max] node window; {low} > {high}"
+    if entry["base"] == entry["name"]:
+        yield ("training", index, "base"), "a training entry cannot fine-tune itself"
 
 
 DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine-tuned on "
@@ -146,4 +146,4 @@ DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine
     Param("max_seq_length", {"type": "integer", "minimum": 16, "maximum": 512},
           "tokens per text in training.", default=256),
     Param("seed", {"type": "integer", "minimum": 0}, "seed of shuffling and torch.",
-          default=0)), build, "ark_stage")
+          default=0)), build, "ark_stage", problems=_problems)

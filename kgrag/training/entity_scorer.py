@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kgrag.training.question_graph import QuestionGraph
+from kgrag.kg.question_graph import QuestionGraph
 from kgrag.training.triple_scorer import (
     GraphTensors,
     TrainedScorer,
@@ -61,14 +61,6 @@ def train_entity_scorer(graphs: Sequence[QuestionGraph], settings: EntityScorerS
 
 def load_entity_scorer(folder: Path) -> TrainedScorer:
     return load(folder, "entity", _build)
-
-
-def entity_scores(scorer: TrainedScorer, graph: QuestionGraph):
-    """p(e) for every entity of the graph, (n_e,) as a numpy array."""
-    import torch
-
-    with torch.no_grad():
-        return torch.sigmoid(scorer.module.logits(scorer.module.inputs(graph))).numpy()
 
 
 def degree_histogram(graphs: Sequence[QuestionGraph]) -> list[int]:

@@ -18,25 +18,24 @@ it needs the same base GGUF and an embedder of the same width, never the trainin
 from __future__ import annotations
 
 import json
-import math
 import os
-import random
-import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kgrag.errors import KgragError
-from kgrag.models.llm import CpuShare, usable_cores
+from kgrag.host import CpuShare, usable_cores
+from kgrag.models.graph_llm import MODEL, CachedGraphLLM, read_identity
 from kgrag.models.registry import file_sha256
-from kgrag.progress import Progress
+from kgrag.models.served import model_file
 from kgrag.training.gguf_llm import GgufTokenizer, load_causal_lm, load_tokenizer
 
 if TYPE_CHECKING:  # the encoder imports torch, which takes seconds: only where it runs
+    from kgrag.models import Models
     from kgrag.training.graph_encoder import Graph
 
 Triple = tuple[str, str, str]
@@ -103,7 +102,7 @@ def label_sequence(prompt_ids: list[int], target_ids: list[int],
     return ids, [IGNORE] * (len(prompt_ids) + 1) + target_ids
 
 
-class _Parts:
+class Parts:
     """Tokenizer, LLM (with LoRA), graph encoder and the embedder's feature lookup."""
 
     def __init__(self, tokenizer: GgufTokenizer, llm: Any, encoder: Any, embed: Embed,
@@ -135,7 +134,7 @@ class _Parts:
         from kgrag.training.graph_encoder import texts_of
 
         texts = texts_of(graphs)
-        return _table(texts, self.embed(texts) if texts else None, self.width)
+        return feature_table(texts, self.embed(texts) if texts else None, self.width)
 
     def embeddings(self, batch: Sequence[Encoded], table, rows: dict[str, int]):
         """Input embeddings of right-padded ``batch`` with each soft token in place, the
@@ -157,7 +156,7 @@ class _Parts:
         return embeds, mask, labels
 
 
-def _table(texts: list[str], vectors: Any, width: int):
+def feature_table(texts: list[str], vectors: Any, width: int):
     """The feature table (a tensor, one row per text) and each text's row."""
     import torch
 
@@ -169,8 +168,8 @@ def _table(texts: list[str], vectors: Any, width: int):
     return torch.from_numpy(np.ascontiguousarray(table)), {t: i for i, t in enumerate(texts)}
 
 
-def _build(gguf_path: Path, embed: Embed, settings: GraphLLMSettings, width: int,
-           adapter: Path | None = None) -> _Parts:
+def build_parts(gguf_path: Path, embed: Embed, settings: GraphLLMSettings, width: int,
+           adapter: Path | None = None) -> Parts:
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
 
@@ -188,17 +187,17 @@ def _build(gguf_path: Path, embed: Embed, settings: GraphLLMSettings, width: int
         llm = PeftModel.from_pretrained(llm, str(adapter))
     encoder = GraphEncoder(width, settings.hidden, settings.layers, settings.heads,
                            settings.dropout, llm.get_input_embeddings().embedding_dim)
-    return _Parts(tokenizer, llm, encoder, embed, settings, width)
+    return Parts(tokenizer, llm, encoder, embed, settings, width)
 
 
-def _free_cores() -> CpuShare:
-    """The cores other processes leave free, for torch as for llama.cpp: on a shared
-    2-core machine a torch thread waiting on a descheduled one made small ops ~50x slower."""
+def free_cores() -> CpuShare:
+    """The cores other processes leave free, for torch as for llama.cpp: a torch thread
+    waiting on a descheduled one makes small operations many times slower."""
     return CpuShare(usable_cores())
 
 
 @contextmanager
-def _torch_threads(count: int):
+def torch_threads(count: int):
     """Run torch on ``count`` threads; the caller's count is restored afterwards."""
     import torch
 
@@ -210,109 +209,14 @@ def _torch_threads(count: int):
         torch.set_num_threads(before)
 
 
-def train_graph_llm(samples: list[Sample], settings: GraphLLMSettings, gguf_path: Path,
-                    embed: Embed, out: Path, threads: int | None = None) -> dict:
-    """Train the graph encoder, projector and LoRA on ``samples`` over the GGUF at
-    ``gguf_path``; save the model into ``out``; return the report: sample and token
-    counts, the loss per optimiser step and per epoch, wall seconds and peak RSS.
-
-    ``threads`` fixes torch's thread count; by default it is fitted once, at the start,
-    to the free cores. Float sums differ in their last bits between thread counts, so
-    the same samples, settings and thread count give the same losses."""
-    import torch
-    from transformers import get_cosine_schedule_with_warmup
-
-    from kgrag.pipeline.runner import PeakRSS
-    from kgrag.training.graph_encoder import graph_of, texts_of
-
-    if not samples:
-        raise KgragError("the Graph LLM needs at least one training sample")
-    started = time.perf_counter()
-    with PeakRSS() as rss, _torch_threads(threads or _free_cores().threads()) as used:
-        graphs = [graph_of(g) for s in samples for g in s.subgraphs]
-        texts = texts_of(graphs)
-        # one text fixes the feature width where no sample has a graph
-        vectors = np.asarray(embed(texts or ["graph"]), dtype=np.float32)
-        width = vectors.shape[-1]
-        table, rows = _table(texts, vectors, width)
-        parts = _build(gguf_path, embed, settings, width)
-        encoded = [parts.encode(s) for s in samples]
-        lora = [p for p in parts.llm.parameters() if p.requires_grad]
-        encoder = list(parts.encoder.parameters())
-        trained = lora + encoder
-        optimiser = torch.optim.AdamW(
-            [{"params": lora}, {"params": encoder, "lr": settings.encoder_learning_rate
-                                or settings.learning_rate}],
-            lr=settings.learning_rate, weight_decay=settings.weight_decay)
-        batches = math.ceil(len(encoded) / settings.batch_size)
-        per_epoch = math.ceil(batches / settings.grad_accumulation)
-        total = per_epoch * settings.epochs
-        schedule = get_cosine_schedule_with_warmup(
-            optimiser, math.ceil(settings.warmup_ratio * total), total)
-        order = list(range(len(encoded)))
-        shuffle = random.Random(settings.seed)
-        curve: list[dict] = []
-        report = Progress("graph-llm", total, unit="step")
-        parts.llm.train()
-        parts.encoder.train()
-        for epoch in range(1, settings.epochs + 1):
-            shuffle.shuffle(order)
-            chunks = [order[i:i + settings.batch_size]
-                      for i in range(0, len(order), settings.batch_size)]
-            for start in range(0, len(chunks), settings.grad_accumulation):
-                group = chunks[start:start + settings.grad_accumulation]
-                losses = []
-                for chunk in group:
-                    embeds, mask, labels = parts.embeddings(
-                        [encoded[i] for i in chunk], table, rows)
-                    loss = parts.llm(inputs_embeds=embeds, attention_mask=mask,
-                                     labels=labels).loss
-                    (loss / len(group)).backward()
-                    losses.append(float(loss.detach()))
-                torch.nn.utils.clip_grad_norm_(trained, settings.clip)
-                optimiser.step()
-                schedule.step()
-                optimiser.zero_grad()
-                curve.append({"step": len(curve) + 1, "epoch": epoch,
-                              "loss": sum(losses) / len(losses),
-                              "learning_rate": schedule.get_last_lr()[0]})
-                report.tick()
-        report.close()
-        parts.llm.eval()
-        parts.encoder.eval()
-        sha = file_sha256(gguf_path)
-        epochs = [sum(r["loss"] for r in curve if r["epoch"] == e)
-                  / max(1, sum(r["epoch"] == e for r in curve))
-                  for e in range(1, settings.epochs + 1)]
-        _save(parts, out, sha, gguf_path.name, curve)
-    return {"samples": len(samples),
-            "prompt_tokens": sum(e.labels.count(IGNORE) - 1 for e in encoded),
-            "target_tokens": sum(len(e.labels) - e.labels.count(IGNORE) for e in encoded),
-            "truncated_prompts": sum(e.truncated for e in encoded),
-            "graph_texts": len(texts), "threads": used, "steps": curve, "epoch_losses": epochs,
-            "wall_s": round(time.perf_counter() - started, 2),
-            "peak_rss_mb": round(rss.peak / 2**20, 1), "base_sha256": sha}
-
-
-def _save(parts: _Parts, out: Path, sha: str, base: str, curve: list[dict]) -> None:
-    import torch
-
-    out.mkdir(parents=True, exist_ok=True)
-    parts.llm.save_pretrained(str(out / "adapter"))
-    torch.save(parts.encoder.state_dict(), out / "encoder.pt")
-    (out / MANIFEST).write_text(json.dumps(
-        {"settings": asdict(parts.settings), "base_sha256": sha, "base_file": base,
-         "feature_width": parts.width, "losses": curve}, indent=1))
-
-
 class GraphLLM:
     """A trained Graph LLM, loaded from its folder; greedy generation."""
 
-    def __init__(self, parts: _Parts, base_sha256: str, threads: int | None) -> None:
+    def __init__(self, parts: Parts, base_sha256: str, threads: int | None) -> None:
         self._parts = parts
         self.base_sha256 = base_sha256
         self.threads = threads
-        self._share = _free_cores()
+        self._share = free_cores()
 
     @classmethod
     def load(cls, folder: Path, gguf_path: Path, embed: Embed,
@@ -332,7 +236,7 @@ class GraphLLM:
                 f"the Graph LLM in {folder} was trained on {manifest['base_file']} (sha256 "
                 f"{manifest['base_sha256'][:12]}…), not on {gguf_path.name} ({sha[:12]}…)")
         settings = GraphLLMSettings(**manifest["settings"])
-        parts = _build(gguf_path, embed, settings, manifest["feature_width"],
+        parts = build_parts(gguf_path, embed, settings, manifest["feature_width"],
                        adapter=folder / "adapter")
         parts.encoder.load_state_dict(torch.load(folder / "encoder.pt", weights_only=True))
         parts.llm.eval()
@@ -351,7 +255,7 @@ class GraphLLM:
         ids, labels = label_sequence(prompt_ids, [], parts.soft_at)
         sample = Encoded(ids, labels, [graph_of(g) for g in subgraphs], truncated)
         out: list[int] = []
-        with torch.no_grad(), _torch_threads(self.threads or self._share.threads()):
+        with torch.no_grad(), torch_threads(self.threads or self._share.threads()):
             table, rows = parts.features(sample.graphs)
             embeds, mask, _ = parts.embeddings([sample], table, rows)
             result = parts.llm(inputs_embeds=embeds, attention_mask=mask, use_cache=True,
@@ -365,3 +269,22 @@ class GraphLLM:
                 result = parts.llm(input_ids=torch.tensor([[token]]), attention_mask=mask,
                                    cache=result.cache, use_cache=True)
         return parts.tokenizer.decode(out)
+
+
+def load_cached_graph_llm(folder: Path, models: Models) -> CachedGraphLLM:
+    """The Graph-LLM a training step wrote into ``folder`` behind the spec's call cache,
+    for the spec's ``models``: its base must be the spec's LLM, and it reads the embedder
+    it was trained with (``kgrag.models.graph_llm``)."""
+    identity = read_identity(folder)
+    base = models.model("answerer")
+    if identity["base_sha256"] != base.sha256:
+        raise KgragError(f"the Graph-LLM in {folder} was trained on another base LLM (sha256 "
+                         f"{identity['base_sha256'][:12]}…) than this spec's {base.name} "
+                         f"({base.sha256[:12]}…); train it on models.llm, or name that LLM")
+    embedder = models.embedder_of(identity["embedder"])
+
+    def load() -> GraphLLM:
+        return GraphLLM.load(folder / MODEL, model_file(base, "RAS's Graph-LLM"),
+                             embedder.encode)
+
+    return CachedGraphLLM(identity["fingerprint"], models.cache, load)

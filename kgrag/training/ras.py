@@ -19,20 +19,15 @@ nothing):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from kgrag.spec.declarations import Config, Param, TrainingMethod, step_name
+from kgrag.declarations import Config, Param, Steps, TrainingMethod, step_name
 from kgrag.training.split import SPLIT_PARAMS, split_of
-
-if TYPE_CHECKING:
-    from kgrag.pipeline.plan import Plan
 
 SETTINGS = ("layers", "encoder_hidden", "heads", "dropout", "lora_r", "lora_alpha", "lora_dropout",
             "learning_rate", "llm_epochs", "llm_batch_size", "grad_accumulation", "warmup_ratio",
             "weight_decay", "clip", "seed", "max_input_tokens", "max_target_tokens")
 
 
-def build(plan: Plan, name: str, cfg: Config, env) -> str:
+def build(plan: Steps, name: str, cfg: Config, env) -> str:
     """Add one RAS entry's steps; return the step that holds the Graph-LLM."""
     data = plan.add(step_name("subq", name), "ras_subq", {
         "llm": env.scorer, "extraction": env.extraction, "split": split_of(cfg),

@@ -23,30 +23,20 @@ All read the ``kg`` artefact (the embedded graph and every question's retrieval 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kgrag.spec.declarations import Config, Param, TrainingMethod, step_name
+from kgrag.declarations import Config, Param, Steps, TrainingMethod, step_name
 from kgrag.training.split import SPLIT_PARAMS, split_of
-
-if TYPE_CHECKING:
-    from kgrag.pipeline.plan import Plan
-
-
-def _add(plan: Plan, name: str, kind: str, config: Config, inputs: dict[str, str]):
-    """A step, or the plan's step it repeats (same fingerprint): entries share steps."""
-    step = plan.step(name, kind, config, inputs)
-    same = [s for s in plan.steps if s.fingerprint == step.fingerprint]
-    return same[0] if same else plan.append(step)
 
 
 def _build(level: str):
-    def build(plan: Plan, name: str, cfg: Config, env) -> str:
-        supervise = _add(plan, step_name("supervise", name), "reg_supervise",
-                         {"split": split_of(cfg), "max_questions": cfg["max_questions"]},
-                         {"corpus": "corpus", "kg": "kg"})
+    def build(plan: Steps, name: str, cfg: Config, env) -> str:
+        supervise = plan.shared(step_name("supervise", name), "reg_supervise",
+                                {"split": split_of(cfg), "max_questions": cfg["max_questions"]},
+                                {"corpus": "corpus", "kg": "kg"})
         inputs = {"corpus": "corpus", "kg": "kg", "supervise": supervise.name}
         if cfg["labels"] == "refined":
-            refine = _add(plan, step_name("refine", name), "reg_refine", {
+            refine = plan.shared(step_name("refine", name), "reg_refine", {
                 "refiner": env.llm_work, "refine_questions": cfg["refine_questions"],
                 "max_paths": cfg["max_paths"]}, inputs)
             inputs = {**inputs, "refine": refine.name}
@@ -54,7 +44,7 @@ def _build(level: str):
                  "epochs": cfg["training_epochs"],
                  **{k: cfg[k] for k in ("learning_rate", "hidden", "seed",
                                         "validation")}}
-        return _add(plan, step_name("train", name), "reg_train", train, inputs).name
+        return plan.shared(step_name("train", name), "reg_train", train, inputs).name
     return build
 
 

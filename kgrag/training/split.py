@@ -8,10 +8,10 @@ reading each other's artefacts, and no evaluated question was ever trained on.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
-from kgrag.spec.declarations import Param
+from kgrag.declarations import Param
+from kgrag.eval.halves import seeded_order
 
 SPLIT_PARAMS = (
     Param("train_fraction", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
@@ -25,8 +25,7 @@ SPLIT_PARAMS = (
 
 def training_questions(question_ids: Iterable[str], fraction: float, seed: int) -> set[str]:
     """The ids that train: the first ``round(fraction · n)`` by seeded hash."""
-    ranked = sorted(set(question_ids),
-                    key=lambda qid: hashlib.sha256(f"{seed}\0{qid}".encode()).hexdigest())
+    ranked = seeded_order(question_ids, seed)
     return set(ranked[:round(fraction * len(ranked))])
 
 

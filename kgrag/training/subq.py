@@ -18,8 +18,8 @@ run (HotpotQA's supporting facts already name the helpful paragraphs); one plann
 sample with an empty history labelled ``[SUBQ] subq_0`` is added per retrieving question
 (the notes' ambiguity 4: the inference loop asks the planner before anything is
 retrieved, and without it the planner would only ever see ``[NO_RETRIEVAL]`` there); no
-Self-RAG answering subsets (ASQA, Arc-Easy) are added. The prompts are the strategy's
-(``kgrag.retrieval.ras``), so training and inference read the same text.
+Self-RAG answering subsets (ASQA, Arc-Easy) are added. The prompts are RAS's text
+(``kgrag.training.ras_text``), which the strategy's loop reads too.
 """
 
 from __future__ import annotations
@@ -31,9 +31,17 @@ from statistics import mean, median
 
 from kgrag.eval.metrics import exact_match
 from kgrag.models.llm import CachedLLM
-from kgrag.retrieval.ras import answer_input, plan_input
-from kgrag.retrieval.ras_plan import NO_RETRIEVAL, PLAN_GRAMMAR, SUBQ, SUFFICIENT, history
-from kgrag.retrieval.ras_triples import Triple, render
+from kgrag.training.ras_text import (
+    NO_RETRIEVAL,
+    PLAN_GRAMMAR,
+    SUBQ,
+    SUFFICIENT,
+    Triple,
+    answer_input,
+    history,
+    plan_input,
+    render,
+)
 
 SUBQ_MAX_TOKENS = 48
 CLOSED_BOOK_MAX_TOKENS = 24

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from kgrag.errors import KgragError
-from kgrag.training.question_graph import QuestionGraph
+from kgrag.kg.question_graph import QuestionGraph
 
 RECALL_AT = 100
 DDE_ROUNDS = 2

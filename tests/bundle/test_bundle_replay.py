@@ -6,21 +6,22 @@ from __future__ import annotations
 import errno
 import io
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from kgrag import api
+from kgrag import api, models
 from kgrag.bundle.archive import INDEX, read_archive, write_archive
 from kgrag.bundle.compare import metric_differences
 from kgrag.cli import main
 from kgrag.errors import KgragError
-from kgrag.models import embed, llm
-from kgrag.models.registry import ResolvedModel
+from kgrag.models import embed, llamacpp
+from kgrag.models.registry import ResolvedModel, resolve_embedder
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.pipeline.integrity import write_listing
-from tests.conftest import write_spec
+from tests.conftest import SHARED_DATA, make_project, write_spec
 from tests.standin import RuleLLM, run_with
 
 SECTIONS = {"corpus": {"dataset": "musique", "path": "../corpus.jsonl", "limit": 2},
@@ -41,7 +42,8 @@ def bundled_run(project: Path, tmp_path: Path, *flags: str,
             raise AssertionError("a model was called during the replay")
 
         monkeypatch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "other-machine-cache"))
-        monkeypatch.setattr(llm.LlamaCppBackend, "generate", refuse)
+        monkeypatch.setattr(llamacpp.LlamaCppBackend, "generate", refuse)
+        monkeypatch.setattr(llamacpp.LlamaCppBackend, "logprobs", refuse)
         monkeypatch.setattr(embed.SentenceTransformerBackend, "encode", refuse)
     return spec, bundle
 
@@ -155,7 +157,7 @@ def test_a_damaged_or_altered_bundle_exits_2_with_one_message(project, tmp_path,
 
 def test_a_model_that_differs_or_is_missing_is_named(project, tmp_path, capsys, monkeypatch):
     _, bundle = bundled_run(project, tmp_path, monkeypatch=monkeypatch)
-    from kgrag.bundle import replay
+    made_with = api.open_session(project / "specs/tiny.yaml").models.model("answerer").sha256
 
     def other_gemma(entry, base=None, where="models.llm"):
         return ResolvedModel(entry["model"], "llm", Path("/models/gemma.gguf"), "f" * 64, True)
@@ -163,13 +165,12 @@ def test_a_model_that_differs_or_is_missing_is_named(project, tmp_path, capsys, 
     def no_embedder(name, base=None):
         raise KgragError(f"unknown embedder {name!r}")
 
-    monkeypatch.setattr(replay, "resolve_llm_entry", other_gemma)
-    monkeypatch.setattr(replay, "resolve_embedder", no_embedder)
+    monkeypatch.setattr(models, "resolve_llm_entry", other_gemma)  # what ``Models`` asks
+    monkeypatch.setattr(models, "resolve_embedder", no_embedder)
     code, _, err = run_cli(capsys, "replay", str(bundle), "--dir", str(tmp_path / "r"))
     assert code == 2 and len(err.splitlines()) == 1
     assert ("model gemma3-270m (llm) differs: the bundle was made with sha256 "
-            f"{api.open_session(project / 'specs/tiny.yaml').models.model('answerer').sha256[:16]}…, "
-            f"/models/gemma.gguf has {'f' * 16}…") in err
+            f"{made_with[:16]}…, /models/gemma.gguf has {'f' * 16}…") in err
     assert "model all-MiniLM-L6-v2 (embedder, sha256 " in err and "is missing here" in err
 
 
@@ -242,3 +243,100 @@ def test_a_replay_folder_on_a_full_disk_is_one_error(project, tmp_path, capsys, 
     assert code == 2 and len(err.splitlines()) == 1
     assert err.startswith(f"kgrag: error: cannot write the replay of tiny.tar.gz in {folder}: "
                           "no space left on its disk; free space there")
+
+
+# ARK at its smallest: one stage, three training questions of eight, a few steps
+ARK = {"name": "ark", "method": "ark", "max_questions": 3, "candidates": 4, "positives": 2,
+       "augmented": 3, "epochs": [1, 1, 1], "batch_size": 4, "negatives": 2,
+       "hard_negatives": 5, "max_seq_length": 64, "warmup_steps": 0,
+       "learning_rates": [1e-4, 1e-4, 1e-4], "stages": 1}
+
+
+@pytest.fixture(scope="module")
+def ark_bundle(tmp_path_factory) -> tuple[Path, Path]:
+    """The README's ARK example run and bundled: ``models.embedder`` names a training
+    entry, so the dense index and every question are embedded by the trained MiniLM."""
+    root = tmp_path_factory.mktemp("ark")
+    project = make_project(root / "proj")
+    lines = (SHARED_DATA / "musique_200.jsonl").read_text().splitlines()[:8]
+    (project / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    spec = write_spec(project, "ark", models={"embedder": {"model": "ark"}},
+                      extraction={"method": "nlp"}, training=[ARK],
+                      query=[{"name": "tuned", "strategy": "naive", "budget_tokens": 1000}],
+                      answer={"questions": 0}, evaluate={"metrics": ["recall@5", "coverage"]},
+                      cache={"dir": "../calls"})  # module-scoped: not the isolated cache
+    llm = RuleLLM()
+    run_with(spec, llm)
+    assert llm.calls.count("logprob") > 0  # ARK's alignment scores were paid for
+    bundle = root / "ark.tar.gz"
+    assert main(["bundle", str(spec), "-o", str(bundle)]) == 0
+    return spec, bundle
+
+
+def test_a_spec_whose_embedder_is_a_trained_entry_replays_with_no_model_call(
+        ark_bundle, tmp_path, capsys, monkeypatch):
+    """The bundle names the base MiniLM (a model the replaying machine must hold) and
+    the trained one as the run's own work; the replay trains it again and answers every
+    model call from the bundle."""
+    spec, bundle = ark_bundle
+    index, _ = read_archive(bundle)
+    session = api.open_session(spec)
+    trained = session.plan.by_name()["stage1.ark"].fingerprint
+    base = session.models.embedder_model("all-MiniLM-L6-v2")
+    session.cache.close()
+    assert index["models"]["embedder"] == {"name": "ark", "sha256": trained}
+    assert index["models"]["embedder:all-MiniLM-L6-v2"] == {"name": "all-MiniLM-L6-v2",
+                                                            "sha256": base.sha256}
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was called during the replay")
+
+    monkeypatch.setattr(llamacpp.LlamaCppBackend, "generate", refuse)
+    monkeypatch.setattr(llamacpp.LlamaCppBackend, "logprobs", refuse)
+    monkeypatch.setattr(embed.SentenceTransformerBackend, "encode", refuse)
+    folder = tmp_path / "elsewhere"
+    code, out, err = run_cli(capsys, "replay", str(bundle), "--dir", str(folder))
+    assert code == 0 and "error" not in err  # err: the trainer's own progress bars
+    assert f"replayed in {folder}: 0 model calls;" in out
+    assert "metrics.json: identical to the bundle's apart from timings" in out
+    bundled = json.loads((spec.parent.parent / "outputs/ark/metrics.json").read_text())
+    replayed = json.loads((folder / "project/outputs/ark/metrics.json").read_text())
+    assert metric_differences(bundled, replayed) == []
+    assert replayed["rows"][0]["recall@5"] is not None
+
+
+def test_a_replay_names_a_training_base_that_differs_here(ark_bundle, tmp_path, capsys,
+                                                          monkeypatch):
+    """A training entry's base is asked of ``Models`` like the spec's own embedder."""
+    _, bundle = ark_bundle
+
+    def other_minilm(name, base=None):
+        return ResolvedModel(name, "embedder", Path("/models/minilm"), "f" * 64, True)
+
+    monkeypatch.setattr(models, "resolve_embedder", other_minilm)
+    code, _, err = run_cli(capsys, "replay", str(bundle), "--dir", str(tmp_path / "r"))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert ("model all-MiniLM-L6-v2 (embedder:all-MiniLM-L6-v2) differs: the bundle was "
+            "made with sha256 ") in err and f"/models/minilm has {'f' * 16}…" in err
+    assert "(embedder)" not in err  # the trained model is the replay's own work
+
+
+def test_a_strategys_own_embedder_is_described_and_compared(project, tmp_path):
+    """A strategy's own ``embedder`` (another model folder) is one of the models a
+    bundle names, and a replay asks the spec's models for it by the same name."""
+    folder = tmp_path / "minilm-copy"
+    shutil.copytree(resolve_embedder("all-MiniLM-L6-v2").path, folder)
+    (folder / "NOTE.txt").write_text("a copy: another folder, so another identity\n")
+    spec = write_spec(project, **{**SECTIONS, "query": [
+        {"name": "dense", "strategy": "naive", "budget_tokens": 300},
+        {"name": "own", "strategy": "naive", "embedder": str(folder), "budget_tokens": 300}]})
+    session = api.open_session(spec)
+    described = session.models.describe(step.config for step in session.plan.steps)
+    own = described[f"embedder:{folder}"]
+    assert own["sha256"] == resolve_embedder(str(folder)).sha256 != described["embedder"]["sha256"]
+    assert session.models.differences(described) == []
+    changed = {**described, f"embedder:{folder}": {**own, "sha256": "0" * 64}}
+    differs = (f"model {folder} (embedder:{folder}) differs: the bundle was made with "
+               f"sha256 {'0' * 16}…, {folder} has {own['sha256'][:16]}…")
+    assert session.models.differences(changed) == [differs]
+    session.cache.close()

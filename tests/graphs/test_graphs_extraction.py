@@ -18,8 +18,9 @@ from kgrag.graphs.extraction_prompt import (
 )
 from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA, merge
 from kgrag.graphs.names import is_grounded, normalise_name
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, LLMSettings
+from kgrag.models.llm import CachedLLM
 from tests.conftest import SHARED_DATA, RefusingBackend, ScriptedBackend, toy_llm
 
 TEXT = ("Port Blair is the capital of the Andaman and Nicobar Islands, a union territory "

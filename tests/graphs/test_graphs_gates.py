@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from kgrag.errors import KgragError
-from kgrag.graphs.gates import each_pair, find_gates, module_adjacency, similarity_judge
+from kgrag.graphs.gates import Judge, find_gates, module_adjacency, similarity_judge
 from kgrag.graphs.hierarchy import Hierarchy, Module
+
+
+def each_pair(verdict: Callable[[str, str], bool]) -> Judge:
+    """A judge that asks ``verdict(a, b)`` of one pair after another."""
+    return lambda pairs: [verdict(a, b) for a, b in pairs]
 
 
 def build(spec: dict[str, tuple[int, str | None, tuple[str, ...]]]) -> Hierarchy:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgrag.models.llm import LlamaCppBackend, LLMSettings
+from kgrag.models.backend import LLMSettings
+from kgrag.models.llamacpp import LlamaCppBackend
 from kgrag.models.registry import resolve_llm
 from kgrag.training.alignment import BACKWARD, FORWARD
 from tests.training.reference_scorer import ReferenceScorer, fixed_pairs

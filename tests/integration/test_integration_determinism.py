@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from kgrag.answer import completion_prompt
-from kgrag.models.llm import LlamaCppBackend, LLMSettings
+from kgrag.models.backend import LLMSettings
+from kgrag.models.llamacpp import LlamaCppBackend
 from kgrag.models.registry import resolve_llm
 from tests.conftest import REPO
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from kgrag.graphs import extraction_prompt, hybrid_extraction
+from kgrag.models.backend import FIXED_SAMPLING, LLMSettings
 from kgrag.models.cache import request_key
-from kgrag.models.llm import FIXED_SAMPLING, LlamaCppBackend, LLMSettings
+from kgrag.models.llamacpp import LlamaCppBackend
 from kgrag.models.registry import resolve_llm
 from tests.conftest import SHARED_DATA
 

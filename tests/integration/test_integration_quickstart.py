@@ -17,7 +17,8 @@ import pytest
 
 from kgrag import api
 from kgrag.cli import main
-from kgrag.models.llm import LlamaCppBackend, LLMSettings
+from kgrag.models.backend import LLMSettings
+from kgrag.models.llamacpp import LlamaCppBackend
 from kgrag.models.registry import resolve_llm
 from tests.conftest import write_spec
 

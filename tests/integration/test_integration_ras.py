@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, LLMSettings
+from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import resolve_llm
-from kgrag.retrieval.ras_plan import NO_RETRIEVAL, SUBQ, SUFFICIENT, few_shot_plan, history
+from kgrag.retrieval.ras_plan import few_shot_plan
+from kgrag.training.ras_text import NO_RETRIEVAL, SUBQ, SUFFICIENT, history
 from kgrag.training.subq import Document, subquery
 
 pytestmark = pytest.mark.integration

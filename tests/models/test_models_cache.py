@@ -17,15 +17,22 @@ import psutil
 import pytest
 
 from kgrag.errors import KgragError
+from kgrag.host import CpuShare
 from kgrag.models import cache as cache_module
 from kgrag.models.cache import CallCache, request_key
-from kgrag.models.llm import CpuShare, InvalidOutput
+from kgrag.models.llm import InvalidOutput
 from tests.conftest import REPO, RefusingBackend, ScriptedBackend, toy_llm
 from tests.disks import Disk, kgrag_on, needs_mounts
 
 PROMPT = [{"role": "user", "content": "Name a colour."}]
 SCHEMA = {"type": "object", "properties": {"colour": {"type": "string"}},
           "required": ["colour"]}
+
+
+def one(cache: CallCache, key: str, payload: dict) -> tuple[dict, bool]:
+    """``key``'s payload (``payload`` when it must be computed) and whether it was."""
+    (found,), (computed,) = cache.get_or_compute_many([key], "toy", lambda todo: [payload])
+    return found, computed
 
 
 def test_second_identical_call_is_a_hit_with_replayed_tokens(cache):
@@ -174,7 +181,7 @@ def test_a_disk_that_fills_during_a_run_is_the_same_clear_error(cache, monkeypat
 
     monkeypatch.setattr(cache._cache, "set", full)
     with pytest.raises(KgragError) as raised:
-        cache.get_or_compute("toy:a", "toy", lambda: {"text": "a"})
+        one(cache, "toy:a", {"text": "a"})
     assert "no space left on its disk" in str(raised.value)
     assert keeps_the_cache(str(raised.value))
 
@@ -207,7 +214,8 @@ TWO_PROCESSES = """
 import json, sys, time
 from pathlib import Path
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, Completion, LLMSettings
+from kgrag.models.backend import Completion, LLMSettings
+from kgrag.models.llm import CachedLLM
 
 class SlowBackend:
     calls = 0
@@ -250,7 +258,7 @@ def test_a_call_claimed_by_a_live_process_is_waited_for(cache, monkeypatch):
     try:
         cache._cache.add(f"claim:{key}", _holder_of(other))
         threading.Timer(0.3, cache.set, (key, {"text": "theirs"})).start()
-        payload, computed = cache.get_or_compute(key, "toy", lambda: {"text": "ours"})
+        payload, computed = one(cache, key, {"text": "ours"})
     finally:
         other.kill()
         other.wait()
@@ -263,7 +271,7 @@ def test_a_claim_left_by_a_killed_process_does_not_block(cache):
     holder = _holder_of(dead)
     dead.wait()
     cache._cache.add(f"claim:{key}", holder)
-    payload, computed = cache.get_or_compute(key, "toy", lambda: {"text": "ours"})
+    payload, computed = one(cache, key, {"text": "ours"})
     assert (payload, computed) == ({"text": "ours"}, True)
     assert f"claim:{key}" not in cache._cache  # released after computing
     assert cache.stats().entries == 1  # claims are not entries
@@ -292,10 +300,10 @@ def test_others_busy_sees_another_process_spinning():
 def test_recording_collects_every_key_used_hit_or_computed(cache):
     cache.set("toy:old", {"text": "x"})
     with cache.recording() as used:
-        cache.get_or_compute("toy:old", "toy", lambda: {"text": "never"})
-        cache.get_or_compute("toy:new", "toy", lambda: {"text": "y"})
+        one(cache, "toy:old", {"text": "never"})
+        one(cache, "toy:new", {"text": "y"})
         cache.get_many(["toy:old", "toy:absent"], "toy")
-    cache.get_or_compute("toy:later", "toy", lambda: {"text": "z"})
+    one(cache, "toy:later", {"text": "z"})
     assert used == {"toy:old", "toy:new", "toy:absent"}
 
 
@@ -310,10 +318,9 @@ def test_entries_exports_payloads_and_names_what_is_gone(cache):
 def test_a_sealed_cache_answers_hits_and_refuses_every_miss(tmp_path):
     CallCache(tmp_path / "c").set("toy:a", {"text": "a"})
     sealed = CallCache(tmp_path / "c", sealed=True)
-    assert sealed.get_or_compute("toy:a", "toy", lambda: {"text": "never"}) == ({"text": "a"},
-                                                                               False)
+    assert one(sealed, "toy:a", {"text": "never"}) == ({"text": "a"}, False)
     with pytest.raises(KgragError, match=r"no entry for 1 request\(s\) of toy \(first: toy:b\)"):
-        sealed.get_or_compute("toy:b", "toy", lambda: {"text": "computed"})
+        one(sealed, "toy:b", {"text": "computed"})
     with pytest.raises(KgragError, match=r"no entry for 2 request\(s\) of toy \(first: toy:c\)"):
         sealed.get_many(["toy:a", "toy:c", "toy:d"], "toy")
     assert list(sealed.entries(["toy:a"])) == [("toy:a", {"text": "a"})]  # nothing was stored

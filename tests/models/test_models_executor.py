@@ -19,9 +19,10 @@ import pytest
 
 from kgrag import api, cli
 from kgrag.errors import KgragError
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
 from kgrag.models.executor import ModelWorker
-from kgrag.models.llm import LlamaCppBackend, LLMSettings
+from kgrag.models.llamacpp import LlamaCppBackend
 from kgrag.models.registry import file_sha256
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.pipeline.integrity import file_listing

@@ -18,8 +18,9 @@ import pytest
 from kgrag import api, cli
 from kgrag.errors import KgragError
 from kgrag.models import served
+from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import CachedLLM, LLMSettings
+from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import resolve_llm
 from kgrag.models.served import ServerBackend, resolve_llm_entry
 from tests.conftest import RefusingBackend, write_spec

@@ -13,7 +13,7 @@ import pytest
 from kgrag import api
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import read_retrieved
-from kgrag.contents.training import model_dir, read_alignment, read_augmented, read_losses
+from kgrag.contents.training import LOSSES, model_dir, read_alignment, read_augmented
 from kgrag.errors import KgragError
 from kgrag.models.registry import resolve_embedder
 from kgrag.training.split import training_questions
@@ -63,7 +63,7 @@ def test_training_steps_write_positives_questions_and_one_model_per_stage(side_b
     assert set(augmented["size"]) <= {"large", "small"} and augmented.height > 0
     for stage in ("stage1.ark", "stage2.ark", "stage3.ark"):
         assert (model_dir(session.artefact(stage)) / "config.json").is_file()
-    assert read_losses(session.artefact("stage1.ark")).height == steps["stage1.ark"]["notes"]["steps"]
+    assert pl.read_parquet(session.artefact("stage1.ark") / LOSSES).height == steps["stage1.ark"]["notes"]["steps"]
     assert steps["align.ark"]["llm"]["calls"] == llm.calls.count("logprob") > 0
     assert {"base", "tuned"} <= set(rows)
     trained = json.loads((session.run_dir / "metrics.json").read_text())["training"]

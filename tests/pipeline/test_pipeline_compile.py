@@ -7,13 +7,13 @@ import dataclasses
 import pytest
 
 from kgrag import api
+from kgrag.configuration import NAME_MAX, freeze
+from kgrag.declarations import Strategy, label, variants
 from kgrag.errors import KgragError
 from kgrag.pipeline.artefacts import TEMP_PREFIX
 from kgrag.pipeline.compile import compile_plan
 from kgrag.retrieval import STRATEGIES
 from kgrag.spec import thaw
-from kgrag.spec.declarations import Strategy, label, variants
-from kgrag.spec.model import NAME_MAX, freeze
 from kgrag.spec.schema import SCHEMA
 from tests.conftest import write_spec
 

@@ -12,8 +12,8 @@ from kgrag.contents.chunks import CHUNKS_FILE
 from kgrag.contents.corpus import QUESTIONS, SENTENCES
 from kgrag.contents.metrics import METRICS
 from kgrag.contents.retrieved import RETRIEVED, SCHEMA
-from kgrag.pipeline.step import StepContext
 from kgrag.steps import KINDS
+from kgrag.steps.step import StepContext
 from tests.conftest import SHARED_DATA, write_spec
 
 EMPTY = {pl.Int64: 0, pl.Float64: 0.0, pl.String: ""}  # any other retrieved column stays blank

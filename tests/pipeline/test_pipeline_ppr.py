@@ -86,7 +86,7 @@ def run_cli(capsys, *argv):
     ([{"name": "f", "strategy": "fusion"}], "strategy fusion needs 'fuse'"),
     ([{"name": "d", "strategy": "naive"}, {"name": "f", "strategy": "fusion",
                                           "fuse": ["d", "nothing"]}],
-     "no query entry named 'nothing'"),
+     "no other query entry named 'nothing'"),
     ([{"name": "k", "strategy": "ket", "bipartite": "kw", "theta": 0},
       {"name": "d", "strategy": "naive"}, {"name": "f", "strategy": "fusion", "fuse": ["k", "d"]}],
      "'k' is a ket entry"),

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import igraph
 import networkx as nx
+import polars as pl
 import pytest
 
 from kgrag import api
 from kgrag.contents.kg import GRAPHML, KgIndex
 from kgrag.contents.metrics import read_metrics
 from kgrag.contents.retrieved import read_retrieved
-from kgrag.contents.training import read_losses, read_refined, read_supervision
+from kgrag.contents.training import LOSSES, read_refined, read_supervision
 from kgrag.errors import KgragError
 from tests.conftest import make_project, write_spec
 from tests.standin import RuleLLM, run_with
@@ -116,8 +117,8 @@ def test_training_records_losses_and_refinement_outcomes(first_run):
     assert set(refined["outcome"].to_list()[2:]) <= {"weak_unrefined"}
     assert llm.calls.count("refine") == 2
     for entry, epochs in (("weak", 3), ("refined", 3), ("entity", 2)):
-        assert read_losses(session.artefact(f"train.{entry}"))["epoch"].to_list() == list(
-            range(1, epochs + 1))
+        losses = pl.read_parquet(session.artefact(f"train.{entry}") / LOSSES)
+        assert losses["epoch"].to_list() == list(range(1, epochs + 1))
         assert steps[f"train.{entry}"]["notes"]["questions"] > 0
     rows = {row["graph"]: row for row in read_metrics(session.run_dir)["training"]}
     assert rows["refined"]["refined"] == 2 and rows["weak"]["pool_after_max"] == supervised[

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kgrag.configuration import default_cache_dir
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache
 from kgrag.models.usage import Usage
@@ -17,9 +18,8 @@ from kgrag.pipeline.artefacts import BUILD_RECORD, CALLS_RECORD, run_lock
 from kgrag.pipeline.integrity import LISTING
 from kgrag.pipeline.plan import Plan
 from kgrag.pipeline.runner import run_plan
-from kgrag.pipeline.step import step_kind
-from kgrag.spec.model import default_cache_dir
 from kgrag.steps import KINDS
+from kgrag.steps.step import step_kind
 
 RUNS: list[str] = []
 
@@ -64,7 +64,7 @@ def toy_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def plan(value=1, fail=False, note="") -> Plan:
-    p = Plan()
+    p = Plan(KINDS)
     p.add("source", "test-source", {"value": value})
     p.add("double", "test-double", {"fail": fail, "note": note}, {"source": "source"})
     return p
@@ -180,12 +180,12 @@ def test_an_artefact_without_a_listing_that_reads_whole_is_listed_then_checked(t
 @step_kind("test-lookup", "1")
 def _lookup(ctx):
     for word in ctx.config["words"]:
-        ctx.models.cache.get_or_compute(f"toy:{word}", "toy", lambda: {"text": "x"})
+        ctx.models.cache.get_or_compute_many([f"toy:{word}"], "toy", lambda todo: [{"text": "x"}])
     (ctx.out_dir / "done.txt").write_text("")
 
 
 def test_an_artefact_keeps_the_keys_of_the_cache_entries_its_step_used(tmp_path):
-    p = Plan()
+    p = Plan(KINDS)
     p.add("first", "test-lookup", {"words": ["b", "a"]})
     p.add("second", "test-lookup", {"words": ["a", "c"]}, {"first": "first"})
     run(p, tmp_path)

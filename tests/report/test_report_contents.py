@@ -13,11 +13,11 @@ from kgrag.contents.corpus import read_questions
 from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.contents.metrics import read_metrics
 from kgrag.contents.retrieved import read_retrieved
+from kgrag.declarations import step_name
 from kgrag.pipeline.graph_kinds import GRAPH_KINDS
 from kgrag.report.figures import metric_bars, score_columns, sweep_curves
 from kgrag.report.page import training_table
 from kgrag.report.run_folder import RunFolder
-from kgrag.spec.declarations import step_name
 
 
 def test_bars_show_each_metric_the_spec_asked_for(finished_run: Path) -> None:

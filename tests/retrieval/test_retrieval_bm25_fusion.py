@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kgrag.errors import KgragError
-from kgrag.retrieval import STRATEGIES, Resources
+from kgrag.retrieval import STRATEGIES, Resources, inputs, load
 from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
 from kgrag.retrieval.fusion import FusionStrategy, reciprocal_rank_fusion
 from kgrag.retrieval.units import Units
@@ -70,16 +70,16 @@ def test_fusion_loads_its_members_from_their_own_artefacts(tmp_path: Path):
     config = {"name": "rrf", "strategy": "fusion", "budget_tokens": 20, "rrf_k": 60,
               "fuse": [{"name": "a", "strategy": "bm25", "budget_tokens": 20},
                        {"name": "b", "strategy": "naive", "budget_tokens": 20, "top_k": None}]}
-    assert STRATEGIES["fusion"].inputs(config) == {"1.dense": "dense"}
-    strategy = STRATEGIES["fusion"].runs.load({**config, "fuse": config["fuse"][:1] * 2}, {},
-                                         Resources(units(), tokenizer=None))
+    assert inputs(config) == {"1.dense": "dense"}
+    strategy = load({**config, "fuse": config["fuse"][:1] * 2}, {},
+                    Resources(units(), tokenizer=None))
     assert strategy.retrieve("capital of France", np.zeros(2)).unit_ids == ["c1", "c2"]
 
 
 @pytest.mark.parametrize("fuse, message", [
-    (["a", "b"], "configs of two strategies"),
+    (["a", "b"], "fuse needs the configs of the entries it names"),
     ([{"name": "a", "strategy": "ket"}, {"name": "b", "strategy": "bm25"}], "does not rank"),
 ])
 def test_fusion_of_names_or_of_a_strategy_without_a_ranking_is_refused(fuse, message):
     with pytest.raises(KgragError, match=message):
-        STRATEGIES["fusion"].inputs({"name": "rrf", "fuse": fuse})
+        inputs({"name": "rrf", "strategy": "fusion", "fuse": fuse})

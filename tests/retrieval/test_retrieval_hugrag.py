@@ -18,7 +18,8 @@ import polars as pl
 import pytest
 
 from kgrag.corpus.tokenizer import Tokenizer
-from kgrag.models.llm import CachedLLM, LLMSettings
+from kgrag.models.backend import LLMSettings
+from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import resolve_embedder
 from kgrag.retrieval import STRATEGIES, Resources
 from kgrag.retrieval.causal_filter import filter_schema, linearise

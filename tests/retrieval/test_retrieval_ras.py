@@ -11,10 +11,14 @@ import pytest
 
 from kgrag.errors import KgragError
 from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
-from kgrag.retrieval.ras import RasStrategy, check_iterations
-from kgrag.retrieval.ras_plan import NO_RETRIEVAL, SUBQ, SUFFICIENT, history, parse_plan
-from kgrag.retrieval.ras_triples import QueryGraph, passage, render, triples_of
+from kgrag.graphs.extraction_methods import EXTRACTION_METHODS
+from kgrag.graphs.nlp_extraction import Chunk
+from kgrag.retrieval import load
+from kgrag.retrieval.ras import check_iterations
+from kgrag.retrieval.ras_plan import parse_plan
+from kgrag.retrieval.ras_triples import QueryGraph, passage
 from kgrag.spec.load import load_spec
+from kgrag.training.ras_text import NO_RETRIEVAL, SUBQ, SUFFICIENT, history, render
 from tests.conftest import write_spec
 from tests.standin import RuleLLM, open_with, run_with
 
@@ -42,17 +46,30 @@ def _extraction(*relationships: Relationship) -> Extraction:
 
 def test_labelled_nlp_relationships_become_triples_in_the_passages_casing():
     text = "Alien was directed by Ridley Scott. Alien and Scott met."
-    found = triples_of(_extraction(
+    found = EXTRACTION_METHODS["nlp"].triples(_extraction(
         Relationship("ALIEN", "RIDLEY SCOTT", "directed by: Alien was directed by Ridley Scott.",
                      8, True),
         Relationship("ALIEN", "SCOTT", "Alien and Scott met.", 2, True),  # co-occurrence
-        Relationship("ALIEN", "RIDLEY SCOTT", "directed by: again", 8, True)), text, "nlp")
+        Relationship("ALIEN", "RIDLEY SCOTT", "directed by: again", 8, True)),
+        Chunk("c1", text, None))
     assert found == [("Alien", "directed by", "Ridley Scott")]
     assert render(found) == "(S> Alien| P> directed by| O> Ridley Scott)"
 
 
+def test_hybrid_triples_take_the_llms_relation_words_then_the_nlp_label():
+    unit = "# Alien\nAlien was directed by Ridley Scott in London."
+    found = EXTRACTION_METHODS["hybrid"].triples(_extraction(
+        Relationship("ALIEN", "RIDLEY SCOTT", "directed by; directed by: Alien was directed", 9,
+                     True),
+        Relationship("RIDLEY SCOTT", "LONDON", "in: Alien was directed by Ridley Scott in", 8,
+                     True),
+        Relationship("ALIEN", "LONDON", "Alien was directed by Ridley Scott in London.", 2,
+                     True)), passage("c1", unit))
+    assert found == [("Alien", "directed by", "Ridley Scott"), ("Ridley Scott", "in", "London")]
+
+
 def test_a_passage_with_no_triple_gives_none_and_the_graph_keeps_new_triples_only():
-    assert triples_of(_extraction(), "Nothing here.", "nlp") == []
+    assert EXTRACTION_METHODS["nlp"].triples(_extraction(), Chunk("c1", "Nothing.", None)) == []
     graph = QueryGraph()
     assert graph.merge([("a", "p", "b"), ("a", "p", "b")]) == [("a", "p", "b")]
     assert graph.merge([("a", "p", "b"), ("b", "q", "c")]) == [("b", "q", "c")]
@@ -173,4 +190,5 @@ def test_a_strategy_that_does_not_rank_cannot_retrieve_for_ras(project: Path):
 
 def test_load_refuses_a_retriever_given_by_name_only():
     with pytest.raises(KgragError, match="retriever needs the config"):
-        RasStrategy.load({"name": "ras", "max_iterations": 5, "retriever": "dense"}, {}, None)
+        load({"name": "ras", "strategy": "ras", "max_iterations": 5, "retriever": "dense"}, {},
+             None)

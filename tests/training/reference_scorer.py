@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.models.llm import PROMPT_BLOCK, LLMSettings, _aligned_llama, block_prefix
+from kgrag.models.backend import LLMSettings
+from kgrag.models.llamacpp import PROMPT_BLOCK, _aligned_llama, block_prefix
 from kgrag.training.alignment import BACKWARD, FORWARD
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "musique_200.jsonl"

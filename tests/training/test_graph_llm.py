@@ -17,8 +17,8 @@ from kgrag.training.graph_llm import (
     GraphLLMSettings,
     Sample,
     label_sequence,
-    train_graph_llm,
 )
+from kgrag.training.graph_llm_train import train_graph_llm
 
 
 def test_a_graph_has_unique_nodes_and_a_reverse_edge_per_fact():

@@ -8,13 +8,12 @@ import pytest
 import torch
 
 from kgrag.errors import KgragError
+from kgrag.kg.question_graph import QuestionGraph
 from kgrag.training.entity_scorer import (
     EntityScorerSettings,
-    entity_scores,
     load_entity_scorer,
     train_entity_scorer,
 )
-from kgrag.training.question_graph import QuestionGraph
 from kgrag.training.triple_scorer import (
     ScorerSettings,
     dde,
@@ -24,6 +23,13 @@ from kgrag.training.triple_scorer import (
 )
 
 DIM = 16
+
+
+def entity_scores(scorer, graph: QuestionGraph) -> np.ndarray:
+    """p(e) for every entity of the graph, (n_e,)."""
+    with torch.no_grad():
+        return torch.sigmoid(scorer.module.logits(scorer.module.inputs(graph))).numpy()
+
 RELATIONS = np.random.default_rng(7).normal(size=(5, DIM)).astype(np.float32)
 
 

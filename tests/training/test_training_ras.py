@@ -14,13 +14,14 @@ import pytest
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache
-from kgrag.models.graph_llm import IDENTITY, CachedGraphLLM, load_cached_graph_llm
+from kgrag.models.graph_llm import IDENTITY, CachedGraphLLM
 from kgrag.models.registry import resolve_embedder
 from kgrag.pipeline.runner import run_plan
 from kgrag.retrieval import Resources
 from kgrag.retrieval.ras import RasStrategy
 from kgrag.retrieval.units import Units
 from kgrag.spec.load import load_spec
+from kgrag.training.graph_llm import load_cached_graph_llm
 from kgrag.training.subq import Document, samples_of, statistics
 from tests.conftest import write_spec
 from tests.standin import RuleLLM, open_with, run_with
@@ -196,7 +197,7 @@ def test_a_graph_llm_plans_and_answers_with_the_graph_token_unless_ablated(encod
 
 def test_the_graph_llm_step_trains_on_the_kept_samples_and_scores_both_planners(
         project: Path, monkeypatch: pytest.MonkeyPatch):
-    from kgrag.training import graph_llm
+    from kgrag.training import graph_llm, graph_llm_train
 
     trained_on: list = []
 
@@ -210,7 +211,7 @@ def test_the_graph_llm_step_trains_on_the_kept_samples_and_scores_both_planners(
         def generate(self, prompt: str, subgraphs: list, max_new_tokens: int) -> str:
             return "[SUFFICIENT]"
 
-    monkeypatch.setattr(graph_llm, "train_graph_llm", train)
+    monkeypatch.setattr(graph_llm_train, "train_graph_llm", train)
     monkeypatch.setattr(graph_llm.GraphLLM, "load", classmethod(lambda cls, *a: Planner()))
     path = training_spec(project)
     llm = RuleLLM(subqueries=1)  # the few-shot planner asks one sub-query, then stops
@@ -234,7 +235,7 @@ def test_the_graph_llm_step_trains_on_the_kept_samples_and_scores_both_planners(
 
 def test_a_trained_row_answers_from_its_loop_and_a_warm_rerun_calls_nothing(
         project: Path, monkeypatch: pytest.MonkeyPatch):
-    from kgrag.training import graph_llm
+    from kgrag.training import graph_llm, graph_llm_train
 
     generated: list[str] = []
 
@@ -251,7 +252,7 @@ def test_a_trained_row_answers_from_its_loop_and_a_warm_rerun_calls_nothing(
     def resolve_llm_sha() -> str:
         return open_with(path, RuleLLM()).models.model("answerer").sha256
 
-    monkeypatch.setattr(graph_llm, "train_graph_llm", train)
+    monkeypatch.setattr(graph_llm_train, "train_graph_llm", train)
     monkeypatch.setattr(graph_llm.GraphLLM, "load", classmethod(lambda cls, *a: Planner()))
     path = training_spec(project)
     spec = json.loads(path.read_text())

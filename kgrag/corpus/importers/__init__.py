@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgrag.configuration import resolve_path
 from kgrag.corpus.converted import ConversionCache
 from kgrag.corpus.corpus import Corpus
 from kgrag.corpus.importers.documents import import_jsonl, import_text
@@ -33,7 +34,6 @@ from kgrag.corpus.importers.holisqa import import_holisqa
 from kgrag.corpus.importers.kgqa import import_kgqa
 from kgrag.corpus.importers.multihop import import_2wiki, import_hotpotqa, import_musique
 from kgrag.errors import KgragError
-from kgrag.spec.model import resolve_path
 
 
 @dataclass(frozen=True)

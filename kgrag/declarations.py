@@ -1,12 +1,14 @@
-"""Declarations: what a query strategy, a graph kind or an extraction method takes.
+"""Declarations: what a query strategy, a graph kind, an extraction method or a training
+method takes and does.
 
-Each strategy, graph kind and extraction method is declared once, beside its code, as
-one of the records below: its parameters (JSON-Schema fragment, default, description),
-the artefacts it reads and its own checks. Everything else is derived from these
-records: the spec schema's ``strategy``, ``graph`` and ``extraction`` definitions
+Each is declared once, beside its code, as one of the records below: its parameters
+(JSON-Schema fragment, default, description), the artefacts it reads, its own checks and
+its behaviour. Everything else is derived from these records: the spec schema's
+``strategy``, ``graph``, ``extraction`` and ``training`` definitions
 (``kgrag.spec.generate``), the check that a parameter applies to what it is set on and
 that a strategy names the graphs it needs (``kgrag.spec.references``), and the plan's
-steps (``kgrag.pipeline.compile``).
+steps (``kgrag.pipeline.compile``). The records sit below every layer, so the library
+modules that declare methods import nothing above them.
 
 Why plain records and the JSON Schema rather than pydantic models: the one validator
 stays jsonschema, whose errors carry key paths that ``kgrag.spec.load`` maps to YAML
@@ -21,7 +23,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kgrag.errors import KgragError
 
@@ -75,6 +77,30 @@ Need = str | GraphRef | TrainedRef  # a plan-level artefact ("chunks", "dense"),
 # build's, or a training entry's model
 
 
+class PlannedStep(Protocol):
+    """A step a declaration added to the plan: its name (what later steps' inputs name)
+    and its fingerprint."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str: ...
+
+
+class Steps(Protocol):
+    """What a graph kind's or a training method's ``build`` adds its steps to: the plan
+    (``kgrag.pipeline.plan.Plan``), through these two methods only."""
+
+    def add(self, name: str, kind: str, config: Config,
+            inputs: dict[str, str] | None = None) -> PlannedStep:
+        """Fingerprint a step and append it."""
+
+    def shared(self, name: str, kind: str, config: Config,
+               inputs: dict[str, str] | None = None) -> PlannedStep:
+        """The plan's step this one repeats (same fingerprint), or this one appended."""
+
+
 def step_name(artefact: str, build: str) -> str:
     """The step that writes ``artefact`` for ``build``: a graph build variant's label, or a
     strategy row's name for its ``retrieve`` and ``answer`` steps."""
@@ -126,6 +152,14 @@ def _reads_no_graph(config: Config) -> dict[str, GraphRef]:
     return {}
 
 
+def _no_settings(config: Config) -> Config:
+    return {}
+
+
+def _as_it_is(config: Config, extraction: Config) -> Config:
+    return config
+
+
 def _no_graph_problems(index: int, graph: Config) -> Iterator[Problem]:
     return iter(())
 
@@ -136,7 +170,8 @@ class Strategy:
 
     ``runs`` is the class that retrieves (``load(config, artefacts, resources)``,
     ``retrieve(question, vector)``, and ``ranking`` when it ranks chunks, which lets
-    ``fusion`` fuse it). ``needs(config)`` maps each input role to the artefact it reads.
+    another strategy use it as a member). ``needs(config)`` maps each input role to the
+    artefact it reads.
     ``problems(index, raw entry, filled entry, filled spec)`` yields the strategy's own
     spec checks; ``uses_llm(config)`` says whether it calls the LLM while retrieving;
     ``evaluated(config)`` names graph artefacts its structural metrics read.
@@ -146,6 +181,13 @@ class Strategy:
     answer. ``evidence`` is what it retrieves: "chunks" (text units, read from the plan's chunks
     and handed to ``load`` as ``resources.units``) or another kind, such as triples of a
     knowledge-graph corpus, for which the plan chunks nothing (``Evidence``).
+
+    A strategy built on other entries of the spec names them in its parameter
+    ``member_key`` (``members``); ``member_settings(config)`` are settings each member
+    takes from the entry before it is resolved (fusion's budget), and
+    ``with_members(config, extraction)`` is the entry once its members are concrete
+    configs, given the spec's ``extract`` config (ras copies its retriever's embedder and
+    turns passages into triples with that extraction). ``kgrag.retrieval`` does the rest.
     """
 
     name: str
@@ -160,11 +202,36 @@ class Strategy:
     evidence: str = "chunks"
     calls_per_question: Callable[[Config], int] = _one_call
     answers_in_trace: Callable[[Config], bool] = _never
+    member_key: str | None = None
+    member_settings: Callable[[Config], Config] = _no_settings
+    with_members: Callable[[Config, Config], Config] = _as_it_is
+
+    def members(self, config: Config) -> dict[str, Any]:
+        """Role → what the entry's ``member_key`` holds for that member: an entry's name
+        in a spec, its concrete config once compiled. A list's members play the roles
+        "0", "1"…; a single name plays the role named like the key."""
+        value = config.get(self.member_key) if self.member_key else None
+        if value is None:
+            return {}
+        if isinstance(value, list):
+            return {str(i): member for i, member in enumerate(value)}
+        return {self.member_key: value}
+
+    def replace_members(self, config: Config, by_role: dict[str, Any]) -> Config:
+        """The entry with each member (by role, as ``members`` names them) in its place."""
+        value = config[self.member_key]
+        return {**config, self.member_key: [by_role[str(i)] for i in range(len(value))]
+                if isinstance(value, list) else by_role[self.member_key]}
+
+    def member_path(self, role: str) -> tuple[Any, ...]:
+        """Where a member's name stands in the entry: ``(key, index)`` or ``(key,)``."""
+        return (self.member_key, int(role)) if role.isdigit() else (self.member_key,)
 
     def inputs(self, config: Config, trained: Mapping[str, str] | None = None
                ) -> dict[str, str]:
-        """The step each input role reads, for a concrete config (``trained``: training
-        entry name → the step holding its model)."""
+        """The step each of its own input roles reads, for a concrete config
+        (``trained``: training entry name → the step holding its model); a member's are
+        added by ``kgrag.retrieval.inputs``."""
         return {role: resolve(need, config, trained) for role, need in self.needs(config).items()}
 
     def params_of(self, config: Config) -> tuple[Param, ...]:
@@ -203,13 +270,24 @@ class GraphKind:
 
 @dataclass(frozen=True)
 class ExtractionMethod:
-    """An extraction method: its parameters, and ``config(settings, models, llm_work)``,
-    the ``extract`` steps' config (what their fingerprints cover)."""
+    """An extraction method: its parameters; ``config(settings, models, llm_work)``, the
+    ``extract`` steps' config (what their fingerprints cover); ``extract(chunks, config,
+    run)``, one ``Extraction`` per chunk; ``llm_calls_per_chunk``, its LLM requests per
+    chunk at most (before retries); and ``triples(extraction, chunk)``, the (subject,
+    predicate, object) triples a chunk's relationships state (RAS's text-to-triples).
+    ``kgrag.graphs.extraction_methods`` declares them."""
 
     name: str
     summary: str
     params: tuple[Param, ...]
     config: Callable[..., Config]
+    extract: Callable[..., list[Any]]
+    llm_calls_per_chunk: int
+    triples: Callable[..., list[tuple[str, str, str]]]
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.llm_calls_per_chunk > 0
 
 
 @dataclass(frozen=True)
@@ -222,7 +300,8 @@ class TrainingMethod:
     (each model step, as ARK's curriculum stages); any other model is read by the
     strategies that name the entry through a ``TrainedRef`` of that kind. ``evidence``
     is what it trains on: "chunks" (the plan chunks the corpus) or the triples of a
-    knowledge-graph corpus (``Strategy.evidence``)."""
+    knowledge-graph corpus (``Strategy.evidence``). ``problems(index, raw entry, filled
+    entry, filled spec)`` yields the method's own spec checks, as a strategy's do."""
 
     name: str
     summary: str
@@ -231,6 +310,7 @@ class TrainingMethod:
     model_kind: str
     trains: str = "embedder"
     evidence: str = "chunks"
+    problems: Callable[[int, Config, Config, Config], Iterator[Problem]] = _no_problems
 
 
 def param_names(params: tuple[Param, ...]) -> set[str]:

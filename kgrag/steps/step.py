@@ -1,5 +1,5 @@
-"""The step contract: what a step kind is, what its body may touch, and how a kind is
-declared.
+"""The step contract: what a step is, what a step kind is, what its body may touch, and
+how a kind is declared.
 
 A kind has one uniform signature: ``run(ctx)`` reads the artefacts of its inputs and
 writes its own into ``ctx.out_dir``. ``step_kind`` turns a body into a ``StepKind``;
@@ -12,15 +12,27 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from kgrag.progress import progress
 
-if TYPE_CHECKING:
-    from kgrag.pipeline.plan import Step
-
 T = TypeVar("T")
 R = TypeVar("R")
+# Inside every artefact folder: the manifest record of the run that built it (wall time,
+# peak memory, model calls and cache hits, notes), so its cost outlives that run.
+BUILD_RECORD = "build.json"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a plan: its kind, its config, the upstream step playing each input
+    role, and its fingerprint (``kgrag.pipeline.plan``)."""
+
+    name: str
+    kind: str
+    config: dict[str, Any]
+    inputs: dict[str, str] = field(default_factory=dict)  # role -> upstream step name
+    fingerprint: str = ""
 
 
 @dataclass

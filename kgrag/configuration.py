@@ -1,4 +1,4 @@
-"""The typed, immutable pipeline configuration.
+"""The typed, immutable pipeline configuration: a validated spec, and the paths it names.
 
 A ``Spec`` is built once from a validated file and then passed everywhere, so
 it is frozen all the way down: a stage cannot change the configuration another
