@@ -24,7 +24,7 @@ from pathlib import Path
 from kgrag import api
 from kgrag.contents.corpus import read_questions
 from kgrag.models.cache import CallCache
-from kgrag.models.llm import block_prefix
+from kgrag.models.llamacpp import block_prefix
 from kgrag.steps.retrieve import load_strategy
 from kgrag.training.split import held_out
 
