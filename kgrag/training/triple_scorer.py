@@ -176,10 +176,17 @@ class TripleScorer:
 
         d, first = self.dim, self.net["first"]
         wq, wh, wr, wt = first.weight.split([d, d + PE_SIZE, d, d + PE_SIZE], dim=1)
-        entities = torch.cat([textual_entities(inputs, self.net["textless"]), inputs.pe], dim=1)
+        ends_text = torch.cat([wh[:, :d], wt[:, :d]])  # head and tail columns, stacked
+        ends_pe = torch.cat([wh[:, d:], wt[:, d:]])
+        ends = (torch.where(inputs.textless[:, None],
+                            self.net["textless"].weight @ ends_text.T,
+                            inputs.entities @ ends_text.T)
+                + inputs.pe @ ends_pe.T)
+        head, tail = ends.split(first.out_features, dim=1)
         hidden = (inputs.question @ wq.T + first.bias
-                  + (entities @ wh.T)[inputs.head] + (inputs.relations @ wr.T)[inputs.relation]
-                  + (entities @ wt.T)[inputs.tail])
+                  + head.index_select(0, inputs.head)
+                  + (inputs.relations @ wr.T).index_select(0, inputs.relation)
+                  + tail.index_select(0, inputs.tail))
         return self.net["second"](torch.relu(hidden)).squeeze(-1)
 
     def loss(self, inputs: GraphTensors):
