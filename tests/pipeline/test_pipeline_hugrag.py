@@ -221,3 +221,19 @@ def test_a_salience_rule_that_keeps_fewer_than_two_entities_exits_2(
     assert "the salience rule keeps 0 of" in message[0] and "at least two" in message[0]
     done = [p.name for p in (holisqa / "outputs" / "hug").iterdir()]
     assert any(name.startswith("extract.h") for name in done)  # completed work is kept
+
+
+def test_a_summary_share_too_small_for_one_summary_exits_2_keeping_the_build(
+        holisqa: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    graphs = [{**SALIENT, "name": "h", "summaries": "extractive", "gate_judge": "similarity"}]
+    query = [{**QUERY[1], "causal_filter": False, "evidence_split": "grounded",
+              "summary_share": 0.01}]  # 6 of 600 tokens
+    path = spec(holisqa, graphs=graphs, query=query, answer={"questions": 0},
+                extraction={"method": "nlp"})
+    code = main(["run", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    message = [line for line in err.splitlines() if line.startswith("kgrag: error:")]
+    assert len(message) == 1 and "too small for one module summary" in message[0]
+    done = [p.name for p in (holisqa / "outputs" / "hug").iterdir()]
+    assert any(name.startswith("summaries.h") for name in done)  # the build is kept
