@@ -62,23 +62,23 @@ if TYPE_CHECKING:
 
 GROUNDED_PARAMS = (
     Param("summary_share", {"type": "number", "minimum": 0, "maximum": 1},
-          "evidence_split grounded: share of budget_tokens that module summaries may take.",
-          default=0.05),
+          "evidence_split grounded: share of budget_tokens reserved for module summaries.",
+          default=0),
     Param("entity_share", {"type": "number", "minimum": 0, "maximum": 1},
-          "evidence_split grounded: share of budget_tokens that entity rows may take.",
-          default=0.05),
+          "evidence_split grounded: share of budget_tokens reserved for entity rows.",
+          default=0),
     Param("seed_chunks", {"type": "integer", "minimum": 0},
           "evidence_split grounded: chunks chosen by MMR that seed the expansion beside the "
           "entity and module seeds (not in the paper), so the walk also starts from the "
           "text most like the question and reaches the chunks its entities ground.",
           default=3),
     Param("chunk_rank", {"enum": ["walk", "score", "score_and_walk"]},
-          "evidence_split grounded: how chunks are chosen. walk (the chunks the expansion "
-          "reaches, best gain first, then the best-scoring ones), score (the walk picks the "
-          "rows only; every whole chunk the budget carries after them goes by hybrid score, "
-          "and the rows the walk passed fill what no further chunk fits) or score_and_walk "
-          "(as score, ranked by hybrid score plus the gain the walk reached the chunk with). "
-          "Left out: walk.", off="walk"),
+          "evidence_split grounded: how chunks are chosen. score (the walk picks the rows "
+          "within their shares; every whole chunk the rest of the budget carries goes by "
+          "hybrid score, and the rows the walk passed fill what no further chunk fits), "
+          "score_and_walk (as score, ranked by hybrid score plus the gain the walk reached "
+          "the chunk with) or walk (the chunks the expansion reaches, best gain first, then "
+          "the best-scoring ones).", default="score", off="walk"),
 )
 
 
