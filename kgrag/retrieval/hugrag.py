@@ -9,7 +9,10 @@ structural, membership and relationship edges):
    does (a question the graph knows nothing about), the best chunks seed the search
    instead, and the trace records the fallback;
 3. gated best-first expansion within the budget, then the relationships among the
-   chosen entities (steps 1–3: ``kgrag.retrieval.hugrag_search``);
+   chosen entities (steps 1–3: ``kgrag.retrieval.hugrag_search``); with
+   ``evidence_split: grounded`` the kinds of node share the budget, and by default
+   (``chunk_rank: score``) whole chunks by hybrid score take what the rows' shares
+   leave, the rows the walk passed through getting what no further chunk fits;
 4. the causal filter, one LLM call that keeps the evidence on a causal path to the
    answer (``kgrag.retrieval.causal_filter``).
 
@@ -197,11 +200,9 @@ class HugragStrategy:
                   "reached": self.reached(chosen), "items": len(items)}
         if "gate" in self.allowed:
             without = self._expand(seeds, scores, self.allowed - {"gate"})
-            if self.chunks_first:
-                trace["reached_without_gates"] = self.reached(
-                    self._chunks_then_rows(without, scores, {})[0])
-            else:
-                trace["reached_without_gates"] = self.reached(without.chosen)
+            found = (self._chunks_then_rows(without, scores, {})[0] if self.chunks_first
+                     else without.chosen)
+            trace["reached_without_gates"] = self.reached(found)
         kept, calls, llm_ms = items, (0, 0, 0), 0.0
         trace["filter"] = "off"
         if c["causal_filter"] and not items:

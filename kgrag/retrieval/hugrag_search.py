@@ -19,7 +19,9 @@
    of the budget, so module summaries and entity rows cannot crowd out the source text:
    a node that does not fit its kind's share is not chosen but is still expanded, so a
    full share never blocks the path to the chunks beyond it; the expansion then ends in
-   the chunks that ground the entities it reached, best gain first.
+   the chunks that ground the entities it reached, best gain first. With a chunks' cap of
+   0 the walk picks rows only, records the nodes it walked through and every node's best
+   gain (``Walk``), and the strategy ranks the chunks after it.
 """
 
 from __future__ import annotations
