@@ -91,8 +91,8 @@ def main() -> None:
         trace = {}
         for key, allowed in (("reached", everything),
                              ("reached_without_gates", everything - {"gate"})):
-            chosen, _ = expand(graph, seeds, scores, args.budget, weights=WEIGHTS, decay=0.7,
-                               max_hops=5, fan_out=5, allowed=allowed)
+            chosen = expand(graph, seeds, scores, args.budget, weights=WEIGHTS, decay=0.7,
+                            max_hops=5, fan_out=5, allowed=allowed).chosen
             trace[key] = {graph.nodes[i].key: h for i, h in chosen.items()
                           if graph.nodes[i].kind == "entity"}
         traces.append(trace)

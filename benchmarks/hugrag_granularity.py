@@ -175,6 +175,10 @@ def main(argv: list[str]) -> None:
         print(f"\n{row}: filter {dict(outcomes)}; top-up refilled {len(topped)} of "
               f"{len(traces)} contexts (mean {np.mean(topped) if topped else 0:.0f} tokens); "
               f"chunks beyond the expansion per question {np.mean(beyond):.2f}")
+        if "rows_in_remainder" in traces[0]:
+            print(f"  chunks the walk reached per question "
+                  f"{np.mean([t['chunks_walk_reached'] for t in traces]):.2f}; row tokens in "
+                  f"the remainder {np.mean([t['rows_in_remainder'] for t in traces]):.0f}")
         graph = session.artefact(step.inputs["graph"]) if "graph" in step.inputs else \
             session.artefact(step.inputs["hierarchy"])
         key = str(graph)

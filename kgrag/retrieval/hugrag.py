@@ -9,7 +9,10 @@ structural, membership and relationship edges):
    does (a question the graph knows nothing about), the best chunks seed the search
    instead, and the trace records the fallback;
 3. gated best-first expansion within the budget, then the relationships among the
-   chosen entities (steps 1–3: ``kgrag.retrieval.hugrag_search``);
+   chosen entities (steps 1–3: ``kgrag.retrieval.hugrag_search``); with
+   ``evidence_split: grounded`` the kinds of node share the budget, and by default
+   (``chunk_rank: score``) whole chunks by hybrid score take what the rows' shares
+   leave, the rows the walk passed through getting what no further chunk fits;
 4. the causal filter, one LLM call that keeps the evidence on a causal path to the
    answer (``kgrag.retrieval.causal_filter``).
 
@@ -45,6 +48,7 @@ from kgrag.errors import KgragError
 from kgrag.retrieval.causal_filter import Item, causal_filter, evidence_text, linearise
 from kgrag.retrieval.hugrag_graph import HugragGraph
 from kgrag.retrieval.hugrag_search import (
+    Walk,
     best_chunks,
     expand,
     hybrid_scores,
@@ -61,16 +65,23 @@ if TYPE_CHECKING:
 
 GROUNDED_PARAMS = (
     Param("summary_share", {"type": "number", "minimum": 0, "maximum": 1},
-          "evidence_split grounded: share of budget_tokens that module summaries may take.",
-          default=0.05),
+          "evidence_split grounded: share of budget_tokens reserved for module summaries.",
+          default=0),
     Param("entity_share", {"type": "number", "minimum": 0, "maximum": 1},
-          "evidence_split grounded: share of budget_tokens that entity rows may take.",
-          default=0.05),
+          "evidence_split grounded: share of budget_tokens reserved for entity rows.",
+          default=0),
     Param("seed_chunks", {"type": "integer", "minimum": 0},
           "evidence_split grounded: chunks chosen by MMR that seed the expansion beside the "
           "entity and module seeds (not in the paper), so the walk also starts from the "
           "text most like the question and reaches the chunks its entities ground.",
           default=3),
+    Param("chunk_rank", {"enum": ["walk", "score", "score_and_walk"]},
+          "evidence_split grounded: how chunks are chosen. score (the walk picks the rows "
+          "within their shares; every whole chunk the rest of the budget carries goes by "
+          "hybrid score, and the rows the walk passed fill what no further chunk fits), "
+          "score_and_walk (as score, ranked by hybrid score plus the gain the walk reached "
+          "the chunk with) or walk (the chunks the expansion reaches, best gain first, then "
+          "the best-scoring ones).", default="score", off="walk"),
 )
 
 
@@ -97,6 +108,9 @@ class HugragStrategy:
                 allowed.add("gate")
         self.allowed = frozenset(allowed)
         self.caps = shares(config) if config.get("evidence_split") == "grounded" else None
+        self.chunks_first = self.caps is not None and config.get("chunk_rank", "walk") != "walk"
+        if self.chunks_first:  # the walk picks rows only; chunks are ranked after it
+            self.caps["chunk"] = 0
 
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
@@ -114,8 +128,7 @@ class HugragStrategy:
                                  artefacts["chunks"], resources)
         return cls(config, graph, resources, ppr)
 
-    def _expand(self, seeds: list[int], scores: np.ndarray, allowed: frozenset[str]
-                ) -> tuple[dict[int, int], int]:
+    def _expand(self, seeds: list[int], scores: np.ndarray, allowed: frozenset[str]) -> Walk:
         c = self.config
         return expand(self.graph, seeds, scores, c["budget_tokens"], weights=self.weights,
                       decay=c["hop_decay"], max_hops=c["max_hops"], fan_out=c["fan_out"],
@@ -125,6 +138,34 @@ class HugragStrategy:
         """Entity name → hop for the entities an expansion chose."""
         return {self.graph.nodes[i].key: hop for i, hop in chosen.items()
                 if self.graph.nodes[i].kind == "entity"}
+
+    def _chunks_then_rows(self, walk: Walk, scores: np.ndarray, trace: dict[str, Any]
+                          ) -> tuple[dict[int, int], int]:
+        """``chunk_rank`` score or score_and_walk: the rows the walk chose within their
+        shares, then every whole chunk the rest of the budget carries, ranked by the hybrid
+        score (plus the gain the walk reached the chunk with, for score_and_walk), then the
+        rows the walk passed through, in its order, in what no further chunk fits."""
+        graph, budget = self.graph, self.config["budget_tokens"]
+        priority = scores
+        if self.config["chunk_rank"] == "score_and_walk":
+            priority = scores.copy()
+            reached = [i for i in walk.gains if graph.nodes[i].kind == "chunk"]
+            priority[reached] += [walk.gains[i] for i in reached]
+        chosen, used = dict(walk.chosen), walk.used
+        picked, added = best_chunks(graph, priority, chosen, budget - used)
+        beyond = self.config["max_hops"] + 1  # a chunk the walk never reached
+        chosen |= {i: walk.passed.get(i, beyond) for i in picked}
+        used += added
+        rows = 0
+        for node, hop in walk.passed.items():
+            tokens = graph.nodes[node].tokens
+            if graph.nodes[node].kind != "chunk" and used + tokens <= budget:
+                chosen[node] = hop
+                used += tokens
+                rows += tokens
+        trace["chunks_walk_reached"] = sum(i in walk.gains for i in picked)
+        trace["rows_in_remainder"] = rows
+        return chosen, used
 
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         c, graph = self.config, self.graph
@@ -143,8 +184,11 @@ class HugragStrategy:
             trace["fallback"] = "no seed matches the question: seeded from the best chunks"
             seeds = mmr(graph, scores, "chunk", c["seed_entities"] + c["seed_modules"],
                         c["mmr_lambda"])
-        chosen, used = self._expand(seeds, scores, self.allowed)
-        if self.caps is not None:  # the chunks' share, filled when the expansion fell short
+        walk = self._expand(seeds, scores, self.allowed)
+        chosen, used = walk.chosen, walk.used
+        if self.chunks_first:
+            chosen, used = self._chunks_then_rows(walk, scores, trace)
+        elif self.caps is not None:  # the chunks' share, filled when the expansion fell short
             shown = sum(graph.nodes[i].tokens for i in chosen if graph.nodes[i].kind == "chunk")
             extra, added = best_chunks(graph, scores, chosen, self.caps["chunk"] - shown)
             chosen |= dict.fromkeys(extra, c["max_hops"] + 1)
@@ -155,8 +199,10 @@ class HugragStrategy:
         trace |= {"seeds": [graph.nodes[i].key for i in seeds],
                   "reached": self.reached(chosen), "items": len(items)}
         if "gate" in self.allowed:
-            without, _ = self._expand(seeds, scores, self.allowed - {"gate"})
-            trace["reached_without_gates"] = self.reached(without)
+            without = self._expand(seeds, scores, self.allowed - {"gate"})
+            found = (self._chunks_then_rows(without, scores, {})[0] if self.chunks_first
+                     else without.chosen)
+            trace["reached_without_gates"] = self.reached(found)
         kept, calls, llm_ms = items, (0, 0, 0), 0.0
         trace["filter"] = "off"
         if c["causal_filter"] and not items:

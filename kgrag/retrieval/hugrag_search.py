@@ -19,13 +19,16 @@
    of the budget, so module summaries and entity rows cannot crowd out the source text:
    a node that does not fit its kind's share is not chosen but is still expanded, so a
    full share never blocks the path to the chunks beyond it; the expansion then ends in
-   the chunks that ground the entities it reached, best gain first.
+   the chunks that ground the entities it reached, best gain first. With a chunks' cap of
+   0 the walk picks rows only, records the nodes it walked through and every node's best
+   gain (``Walk``), and the strategy ranks the chunks after it.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -63,31 +66,43 @@ def mmr(graph: HugragGraph, scores: np.ndarray, kind: str, k: int, lam: float) -
     return chosen
 
 
+@dataclass
+class Walk:
+    """One best-first expansion: chosen node → hop (in the order chosen), tokens used,
+    the nodes walked through because their kind's share was full (node → hop, in the
+    order popped) and every pushed node's best gain."""
+
+    chosen: dict[int, int]
+    used: int
+    passed: dict[int, int] = field(default_factory=dict)
+    gains: dict[int, float] = field(default_factory=dict)
+
+
 def expand(graph: HugragGraph, seeds: list[int], scores: np.ndarray, budget: int, *,
            weights: dict[str, float], decay: float, max_hops: int, fan_out: int,
-           allowed: frozenset[str], caps: Mapping[str, int] | None = None
-           ) -> tuple[dict[int, int], int]:
-    """Best-first gated expansion: chosen node → hop, in the order chosen; tokens used.
-    ``caps`` (node kind → tokens at most) splits the budget between kinds."""
+           allowed: frozenset[str], caps: Mapping[str, int] | None = None) -> Walk:
+    """Best-first gated expansion within ``budget``; ``caps`` (node kind → tokens at most)
+    splits the budget between kinds."""
     heap = [(-float(scores[s]), 0, s) for s in dict.fromkeys(seeds)]
     heapq.heapify(heap)
-    chosen: dict[int, int] = {}
+    walk = Walk({}, 0, gains={s: float(scores[s]) for s in seeds})
     expanded: set[int] = set()
     spent = dict.fromkeys(caps or (), 0)
-    used = 0
-    while heap and used < budget:
+    while heap and walk.used < budget:
         _, hop, node = heapq.heappop(heap)
         tokens, node_kind = graph.nodes[node].tokens, graph.nodes[node].kind
-        if node in chosen or node in expanded:
+        if node in walk.chosen or node in expanded:
             continue
-        if used + tokens <= budget and (
+        if walk.used + tokens <= budget and (
                 caps is None or spent[node_kind] + tokens <= caps[node_kind]):
-            chosen[node] = hop
-            used += tokens
+            walk.chosen[node] = hop
+            walk.used += tokens
             if caps is not None:
                 spent[node_kind] += tokens
         elif caps is None:
             continue
+        else:
+            walk.passed[node] = hop
         expanded.add(node)
         if hop >= max_hops:
             continue
@@ -98,7 +113,8 @@ def expand(graph: HugragGraph, seeds: list[int], scores: np.ndarray, budget: int
             key=lambda pair: (-pair[0], pair[1]))
         for gain, v in frontier[:fan_out]:
             heapq.heappush(heap, (-gain, hop + 1, v))
-    return chosen, used
+            walk.gains[v] = max(gain, walk.gains.get(v, 0.0))
+    return walk
 
 
 def relationships_among(graph: HugragGraph, chosen: dict[int, int], room: int

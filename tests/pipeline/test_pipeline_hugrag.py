@@ -207,17 +207,32 @@ def test_the_salience_rule_keeps_recurring_entities_and_grounded_evidence_reads_
     assert rows["hs"]["context_tokens_mean"] > 0
 
 
-def test_a_salience_rule_that_keeps_fewer_than_two_entities_exits_2(
-        holisqa: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    graphs = [{**SALIENT, "name": "h", "salient_min_chunks": 10_000}]
-    query = [{**QUERY[1], "causal_filter": False}]
-    path = spec(holisqa, graphs=graphs, query=query, answer={"questions": 0},
-                extraction={"method": "nlp"})
+def exits_2_keeping(project: Path, graph: dict, entry: dict, kept: str,
+                    capsys: pytest.CaptureFixture[str]) -> str:
+    """Run a salient nlp build with one hugrag entry that must fail: exit code 2, one
+    ``kgrag: error:`` line (returned), no traceback, and the step ``kept`` still there."""
+    path = spec(project, graphs=[graph], query=[{**QUERY[1], "causal_filter": False, **entry}],
+                answer={"questions": 0}, extraction={"method": "nlp"})
     code = main(["run", str(path)])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     message = [line for line in err.splitlines() if line.startswith("kgrag: error:")]
     assert len(message) == 1
-    assert "the salience rule keeps 0 of" in message[0] and "at least two" in message[0]
-    done = [p.name for p in (holisqa / "outputs" / "hug").iterdir()]
-    assert any(name.startswith("extract.h") for name in done)  # completed work is kept
+    done = [p.name for p in (project / "outputs" / "hug").iterdir()]
+    assert any(name.startswith(f"{kept}.h") for name in done)  # completed work is kept
+    return message[0]
+
+
+def test_a_salience_rule_that_keeps_fewer_than_two_entities_exits_2(
+        holisqa: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    message = exits_2_keeping(holisqa, {**SALIENT, "name": "h", "salient_min_chunks": 10_000},
+                              {}, "extract", capsys)
+    assert "the salience rule keeps 0 of" in message and "at least two" in message
+
+
+def test_a_summary_share_too_small_for_one_summary_exits_2_keeping_the_build(
+        holisqa: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    graph = {**SALIENT, "name": "h", "summaries": "extractive", "gate_judge": "similarity"}
+    entry = {"evidence_split": "grounded", "summary_share": 0.01}  # 6 of 600 tokens
+    message = exits_2_keeping(holisqa, graph, entry, "summaries", capsys)
+    assert "too small for one module summary" in message

@@ -104,28 +104,29 @@ def test_expansion_follows_gates_within_hops_and_budget() -> None:
     scores = hybrid_scores(g, QUESTION, VECTOR, 0.7)
     seeds = [g.index[("module", "M1")]]
     everything = frozenset(WEIGHTS)
-    chosen, used = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=5,
-                          fan_out=5, allowed=everything)
-    reached = keys(g, chosen)
+    walk = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=5,
+                  fan_out=5, allowed=everything)
+    reached = keys(g, walk.chosen)
     assert reached["M1"] == 0 and reached["M3"] == 1 and reached["GAMMA"] == 2
-    assert used == sum(n.tokens for n in g.nodes)  # budget large enough for all
-    no_gates, _ = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=5,
-                         fan_out=5, allowed=everything - {"gate"})
+    assert walk.used == sum(n.tokens for n in g.nodes)  # budget large enough for all
+    assert walk.passed == {}  # no shares: nothing is walked through
+    no_gates = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=5,
+                      fan_out=5, allowed=everything - {"gate"}).chosen
     assert "M3" not in keys(g, no_gates) and "GAMMA" not in keys(g, no_gates)
-    short, _ = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=1,
-                      fan_out=5, allowed=everything)
+    short = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=1,
+                   fan_out=5, allowed=everything).chosen
     assert set(keys(g, short)) == {"M1", "M2", "M3"}
-    narrow, _ = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=1,
-                       fan_out=1, allowed=everything)
+    narrow = expand(g, seeds, scores, 1000, weights=WEIGHTS, decay=0.7, max_hops=1,
+                    fan_out=1, allowed=everything).chosen
     assert len(narrow) == 2
     # a 50-token budget: the six 5-token nodes come first (higher gain); then no
     # 40-token chunk fits, and a node too big for the rest is skipped, not a stop
-    tight, used = expand(g, seeds, scores, 50, weights=WEIGHTS, decay=0.7, max_hops=5,
-                         fan_out=5, allowed=everything)
-    assert used == 30 and not any(g.nodes[i].kind == "chunk" for i in tight)
-    roomy, used = expand(g, seeds, scores, 71, weights=WEIGHTS, decay=0.7, max_hops=5,
-                         fan_out=5, allowed=everything)
-    assert used == 70 and sum(g.nodes[i].kind == "chunk" for i in roomy) == 1
+    tight = expand(g, seeds, scores, 50, weights=WEIGHTS, decay=0.7, max_hops=5,
+                   fan_out=5, allowed=everything)
+    assert tight.used == 30 and not any(g.nodes[i].kind == "chunk" for i in tight.chosen)
+    roomy = expand(g, seeds, scores, 71, weights=WEIGHTS, decay=0.7, max_hops=5,
+                   fan_out=5, allowed=everything)
+    assert roomy.used == 70 and sum(g.nodes[i].kind == "chunk" for i in roomy.chosen) == 1
 
 
 def test_linearisation_gives_short_ids_by_kind() -> None:

@@ -43,16 +43,17 @@ def test_caps_keep_rows_to_their_share_and_still_expand_through_them() -> None:
     # no room for modules at all: M1, M3 are not chosen, yet the gate path to GAMMA and
     # its chunk is walked through them
     caps = {"module": 0, "entity": 10, "chunk": 80}
-    chosen, used = expand(g, seeds, scores, 90, weights=WEIGHTS, decay=0.7, max_hops=5,
-                          fan_out=5, allowed=frozenset(WEIGHTS), caps=caps)
+    walk = expand(g, seeds, scores, 90, weights=WEIGHTS, decay=0.7, max_hops=5,
+                  fan_out=5, allowed=frozenset(WEIGHTS), caps=caps)
+    chosen, used = walk.chosen, walk.used
     reached = keys(g, chosen)
     assert not any(k.startswith("M") for k in reached)
     assert sum(g.nodes[i].kind == "entity" for i in chosen) == 2  # 10 tokens: two rows
     assert sum(g.nodes[i].kind == "chunk" for i in chosen) == 2  # 80 tokens: two chunks
     assert used == 90
     # without caps the same budget goes to the rows first (the paper's expansion)
-    plain, _ = expand(g, seeds, scores, 90, weights=WEIGHTS, decay=0.7, max_hops=5,
-                      fan_out=5, allowed=frozenset(WEIGHTS))
+    plain = expand(g, seeds, scores, 90, weights=WEIGHTS, decay=0.7, max_hops=5,
+                   fan_out=5, allowed=frozenset(WEIGHTS)).chosen
     assert sum(g.nodes[i].kind == "chunk" for i in plain) == 1
 
 
@@ -164,3 +165,37 @@ def test_spec_checks_the_shares_the_top_up_switch_and_the_salience_keys(
     assert any("set salient_min_chunks too" in p for p in problems)
     assert _check(tmp_path, {"salient_min_chunks": 4, "relationships_per_entity": 2},
                   evidence_split="grounded", filter_top_up=True) == []
+
+
+CHUNKS_FIRST = {"evidence_split": "grounded", "summary_share": 0.0, "entity_share": 0.0,
+                "seed_chunks": 0, "causal_filter": False}
+
+
+def test_score_rank_takes_whole_chunks_first_and_rows_fill_what_is_left(
+        tmp_path: Path, tokenizer: Tokenizer) -> None:
+    config = {**CHUNKS_FIRST, "budget_tokens": 100}
+    walked = strategy(tmp_path, tokenizer, **config)
+    ranked = strategy(tmp_path, tokenizer, chunk_rank="score", **config)
+    for hug in (walked, ranked):  # c3, three hops from the seeds, is most like the question
+        hug.graph.vectors[hug.graph.index[("chunk", "c3")]] = [1.0, 0.0, 0.0]
+    assert walked.retrieve(QUESTION, VECTOR).unit_ids == ["c1", "c3"]  # best gain first
+    context = ranked.retrieve(QUESTION, VECTOR)
+    assert context.unit_ids == ["c3", "c1"]  # by hybrid score, two 40-token chunks
+    # the 20 tokens no third chunk fits go to four 5-token rows, in the walk's order
+    assert context.trace["rows_in_remainder"] == 20 and context.trace["items"] == 6
+    assert context.trace["reached"]  # the rows' entities count as reached (App. E)
+    assert "ALPHA" in context.text and "M1" not in context.trace["reached"]
+
+
+def test_score_and_walk_lifts_the_chunks_the_walk_reaches(tmp_path: Path,
+                                                          tokenizer: Tokenizer) -> None:
+    # one hop: the walk reaches c1 (from ALPHA) and never c3, which scores higher
+    config = {**CHUNKS_FIRST, "budget_tokens": 60, "max_hops": 1}
+    picks = {}
+    for rank in ("score", "score_and_walk"):
+        hug = strategy(tmp_path, tokenizer, chunk_rank=rank, **config)
+        hug.graph.vectors[hug.graph.index[("chunk", "c3")]] = [1.0, 0.0, 0.0]
+        context = hug.retrieve(QUESTION, VECTOR)
+        picks[rank] = context.unit_ids
+        assert context.trace["chunks_walk_reached"] == (picks[rank] == ["c1"])
+    assert picks == {"score": ["c3"], "score_and_walk": ["c1"]}
