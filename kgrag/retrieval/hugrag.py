@@ -10,7 +10,8 @@ structural, membership and relationship edges):
    instead, and the trace records the fallback;
 3. gated best-first expansion within the budget, then the relationships among the
    chosen entities (steps 1–3: ``kgrag.retrieval.hugrag_search``); with
-   ``evidence_split: grounded`` the kinds of node share the budget, and by default
+   ``evidence_split: grounded`` the kinds of node share the budget
+   (``kgrag.retrieval.hugrag_budget``), and by default
    (``chunk_rank: score``) whole chunks by hybrid score take what the rows' shares
    leave, the rows the walk passed through getting what no further chunk fits;
 4. the causal filter, one LLM call that keeps the evidence on a causal path to the
@@ -46,6 +47,12 @@ import numpy as np
 from kgrag.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 from kgrag.errors import KgragError
 from kgrag.retrieval.causal_filter import Item, causal_filter, evidence_text, linearise
+from kgrag.retrieval.hugrag_budget import (
+    GROUNDED_PARAMS,
+    check_summary_share,
+    chunks_then_rows,
+    shares,
+)
 from kgrag.retrieval.hugrag_graph import HugragGraph
 from kgrag.retrieval.hugrag_search import (
     Walk,
@@ -61,28 +68,6 @@ from kgrag.retrieval.units import Evidence
 
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources
-
-
-GROUNDED_PARAMS = (
-    Param("summary_share", {"type": "number", "minimum": 0, "maximum": 1},
-          "evidence_split grounded: share of budget_tokens reserved for module summaries.",
-          default=0),
-    Param("entity_share", {"type": "number", "minimum": 0, "maximum": 1},
-          "evidence_split grounded: share of budget_tokens reserved for entity rows.",
-          default=0),
-    Param("seed_chunks", {"type": "integer", "minimum": 0},
-          "evidence_split grounded: chunks chosen by MMR that seed the expansion beside the "
-          "entity and module seeds (not in the paper), so the walk also starts from the "
-          "text most like the question and reaches the chunks its entities ground.",
-          default=3),
-    Param("chunk_rank", {"enum": ["walk", "score", "score_and_walk"]},
-          "evidence_split grounded: how chunks are chosen. score (the walk picks the rows "
-          "within their shares; every whole chunk the rest of the budget carries goes by "
-          "hybrid score, and the rows the walk passed fill what no further chunk fits), "
-          "score_and_walk (as score, ranked by hybrid score plus the gain the walk reached "
-          "the chunk with) or walk (the chunks the expansion reaches, best gain first, then "
-          "the best-scoring ones).", default="score", off="walk"),
-)
 
 
 class HugragStrategy:
@@ -139,34 +124,6 @@ class HugragStrategy:
         return {self.graph.nodes[i].key: hop for i, hop in chosen.items()
                 if self.graph.nodes[i].kind == "entity"}
 
-    def _chunks_then_rows(self, walk: Walk, scores: np.ndarray, trace: dict[str, Any]
-                          ) -> tuple[dict[int, int], int]:
-        """``chunk_rank`` score or score_and_walk: the rows the walk chose within their
-        shares, then every whole chunk the rest of the budget carries, ranked by the hybrid
-        score (plus the gain the walk reached the chunk with, for score_and_walk), then the
-        rows the walk passed through, in its order, in what no further chunk fits."""
-        graph, budget = self.graph, self.config["budget_tokens"]
-        priority = scores
-        if self.config["chunk_rank"] == "score_and_walk":
-            priority = scores.copy()
-            reached = [i for i in walk.gains if graph.nodes[i].kind == "chunk"]
-            priority[reached] += [walk.gains[i] for i in reached]
-        chosen, used = dict(walk.chosen), walk.used
-        picked, added = best_chunks(graph, priority, chosen, budget - used)
-        beyond = self.config["max_hops"] + 1  # a chunk the walk never reached
-        chosen |= {i: walk.passed.get(i, beyond) for i in picked}
-        used += added
-        rows = 0
-        for node, hop in walk.passed.items():
-            tokens = graph.nodes[node].tokens
-            if graph.nodes[node].kind != "chunk" and used + tokens <= budget:
-                chosen[node] = hop
-                used += tokens
-                rows += tokens
-        trace["chunks_walk_reached"] = sum(i in walk.gains for i in picked)
-        trace["rows_in_remainder"] = rows
-        return chosen, used
-
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         c, graph = self.config, self.graph
         scores = hybrid_scores(graph, question, vector, c["semantic_weight"])
@@ -187,7 +144,7 @@ class HugragStrategy:
         walk = self._expand(seeds, scores, self.allowed)
         chosen, used = walk.chosen, walk.used
         if self.chunks_first:
-            chosen, used = self._chunks_then_rows(walk, scores, trace)
+            chosen, used = chunks_then_rows(graph, c, walk, scores, trace)
         elif self.caps is not None:  # the chunks' share, filled when the expansion fell short
             shown = sum(graph.nodes[i].tokens for i in chosen if graph.nodes[i].kind == "chunk")
             extra, added = best_chunks(graph, scores, chosen, self.caps["chunk"] - shown)
@@ -200,7 +157,7 @@ class HugragStrategy:
                   "reached": self.reached(chosen), "items": len(items)}
         if "gate" in self.allowed:
             without = self._expand(seeds, scores, self.allowed - {"gate"})
-            found = (self._chunks_then_rows(without, scores, {})[0] if self.chunks_first
+            found = (chunks_then_rows(graph, c, without, scores, {})[0] if self.chunks_first
                      else without.chosen)
             trace["reached_without_gates"] = self.reached(found)
         kept, calls, llm_ms = items, (0, 0, 0), 0.0
@@ -262,28 +219,6 @@ class HugragStrategy:
         nodes = list(self.walked)
         best = np.argsort(-mass[nodes], kind="stable")[: self.config["seed_entities"]]
         return [self.walked[nodes[k]] for k in best if mass[nodes[k]] > 0]
-
-
-def shares(config: dict[str, Any]) -> dict[str, int]:
-    """Tokens at most for module summaries, entity rows and chunks (the rest) under
-    ``evidence_split: grounded``; no summaries without the hierarchy."""
-    budget = config["budget_tokens"]
-    modules = int(config["summary_share"] * budget) if config["use_hierarchy"] else 0
-    entities = int(config["entity_share"] * budget)
-    return {"module": modules, "entity": entities, "chunk": budget - modules - entities}
-
-
-def check_summary_share(config: dict[str, Any], graph: HugragGraph) -> None:
-    """A summaries' share that holds no module summary at all is an error, not a silent
-    expansion without modules."""
-    room = shares(config)["module"]
-    sizes = [node.tokens for node in graph.nodes if node.kind == "module"]
-    if room and sizes and room < min(sizes):
-        raise KgragError(
-            f"strategy {config['name']!r}: summary_share {config['summary_share']:g} of "
-            f"budget_tokens {config['budget_tokens']} is {room} tokens, too small for one "
-            f"module summary (the shortest has {min(sizes)}); raise budget_tokens or "
-            "summary_share, or set summary_share 0")
 
 
 WHY = "hugrag retrieves over a hierarchy build"
