@@ -12,7 +12,8 @@ Every step is fingerprinted and cached, so a part that was interrupted resumes w
 stopped (the alignment's log-probabilities through the call cache, a curriculum at its
 last completed stage), and ``kgrag run`` on the spec reuses what ran here.
 
-``evaluate`` runs an evaluation spec's retrieve steps and prints R@2 / R@5 on each half
+``evaluate`` runs an evaluation spec's retrieve steps and prints R@2 / R@5 and coverage
+(the share of questions whose answer the context holds, at the spec's budget) on each half
 of the sample (``kgrag.eval.halves``: the dev half is the training half, the test half
 the held-back one), and each trained row's test R@5 less the base embedder's (the row
 named ``dense``) and less the best simple baseline's (dense, bm25, fusion).
@@ -26,12 +27,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's kgrag
 
-from benchmarks.graph_search import measure
+import polars as pl
+
+from benchmarks.graph_search import first_budgets
 from kgrag import api
+from kgrag.contents.corpus import read_questions
+from kgrag.contents.retrieved import read_retrieved
 from kgrag.contents.training import model_dir
+from kgrag.eval.halves import HALVES, halves
+from kgrag.eval.report import strategy_row
 from kgrag.pipeline.runner import run_plan
 
 BASELINES = ("dense", "bm25", "fusion")
+METRICS = ("recall@2", "recall@5", "coverage")
 
 
 def train(spec: str, steps: list[str]) -> None:
@@ -47,17 +55,38 @@ def train(spec: str, steps: list[str]) -> None:
             print(f"{name} model: {model_dir(session.artefact(name))}")
 
 
+def measure(spec: str) -> dict[str, dict[str, float]]:
+    """Run the spec's retrieve steps (one per entry, its first budget); each entry's
+    ``METRICS`` on each half."""
+    session = api.open_session(spec)
+    steps = first_budgets(session, None)
+    run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
+             steps=session.plan.upstream([s.name for s in steps]))
+    questions = read_questions(session.artefact("corpus"))
+    split = halves(questions["question_id"])
+    rows = {}
+    for step in steps:
+        strategy = step.config["strategy"]
+        retrieved = read_retrieved(session.artefact(step.name))
+        rows[strategy["name"]] = {
+            f"{m} {half}": v for half in HALVES for m, v in strategy_row(
+                strategy["name"], strategy["strategy"], METRICS,
+                questions.filter(pl.col("question_id").is_in(split[half])), retrieved,
+                None).items() if m in METRICS}
+    return rows
+
+
 def evaluate(spec: str) -> None:
-    rows = {r["name"]: r for r in measure(spec, True, 0, None)}
+    rows = measure(spec)
     best = max(rows[b]["recall@5 test"] for b in BASELINES if b in rows)
     print(f"\n{spec}\n")
-    print("| row | R@2 dev | R@5 dev | R@2 test | R@5 test | test R@5 − dense | "
-          "test R@5 − best baseline |")
-    print("|---" * 7 + "|")
+    print("| row | " + " | ".join(f"{m} {h}" for h in HALVES for m in METRICS)
+          + " | test R@5 − dense | test R@5 − best baseline |")
+    print("|---" * (2 * len(METRICS) + 3) + "|")
     for name, r in rows.items():
-        print(f"| {name} | {r['recall@2 dev']:.3f} | {r['recall@5 dev']:.3f} | "
-              f"{r['recall@2 test']:.3f} | {r['recall@5 test']:.3f} | "
-              f"{r['recall@5 test'] - rows['dense']['recall@5 test']:+.3f} | "
+        print(f"| {name} | " + " | ".join(f"{r[f'{m} {h}']:.3f}" for h in HALVES
+                                          for m in METRICS)
+              + f" | {r['recall@5 test'] - rows['dense']['recall@5 test']:+.3f} | "
               f"{r['recall@5 test'] - best:+.3f} |")
 
 

@@ -3,7 +3,7 @@ stage. The methods live in ``kgrag.training``; these adapt them to the runner.""
 
 from __future__ import annotations
 
-from shutil import copytree
+from shutil import copytree, rmtree
 from typing import Any
 
 import numpy as np
@@ -247,9 +247,13 @@ def ark_stage(ctx: StepContext) -> None:
     settings = Settings(cfg["epochs"], cfg["learning_rate"], cfg["batch_size"],
                         cfg["temperature"], cfg["warmup_steps"], cfg["seed"],
                         cfg["max_seq_length"])
+    # the state after each epoch, beside the artefact (whose folder exists only once
+    # complete), so a stage interrupted partway continues from its last epoch
+    resume = ctx.out_dir.parent / f".resume-{ctx.step.name}-{ctx.step.fingerprint[:12]}"
     curve = train(start, model_dir(ctx.out_dir), examples, settings,
                   lambda steps, total: ctx.progress(steps, total=total, desc="train",
-                                                    unit="step"))
+                                                    unit="step"), resume)
+    rmtree(resume, ignore_errors=True)
     write_losses(ctx.out_dir, curve)
     ctx.notes.update(examples=len(examples), steps=len(curve),
                      first_loss=round(curve[0]["loss"], 4), last_loss=round(curve[-1]["loss"], 4))

@@ -14,7 +14,8 @@ nothing and a changed parameter reruns only what depends on it):
                     (question, positive); stages 2 and 3 the same with hard negatives
                     mined for the large- and small-subgraph questions by the previous
                     stage's model. Each stage's model is its artefact, so an interrupted
-                    training resumes from its last completed stage, and an entry with
+                    training resumes from its last completed stage (a stage stopped
+                    partway, from its last completed epoch), and an entry with
                     ``stages: 1`` or ``2`` is the ablation that reuses the longer one's.
 """
 

@@ -8,15 +8,21 @@ positive, its own hard negatives (stages 2 and 3) and every other text of the ba
 example of the same question (another of its positives) is masked out of C(q), so a
 question's positives never push each other away. AdamW, linear warm-up then linear
 decay, seeded shuffling and initialisation: the same examples and seed give the same
-model on one machine.
+model on one machine. With a ``resume`` folder the state after each epoch is kept there,
+and a training that finds it continues from it, to the same model as one that was never
+interrupted: a long stage stopped partway loses at most an epoch.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+STATE = "state.pt"  # in a resume folder, beside the model: optimiser, schedule, RNGs, curve
 
 
 @dataclass(frozen=True)
@@ -42,14 +48,18 @@ class Settings:
 
 
 def train(model_dir: Path, out_dir: Path, examples: Sequence[Example], settings: Settings,
-          progress=lambda steps, total: steps) -> list[dict]:
+          progress=lambda steps, total: steps, resume: Path | None = None) -> list[dict]:
     """Fine-tune the model in ``model_dir`` on ``examples``, save it to ``out_dir``; returns
-    the loss curve, one row per optimiser step."""
+    the loss curve, one row per optimiser step. ``resume``: the folder of the state after
+    the last completed epoch, continued from when it holds one (see the module)."""
     import torch
     from sentence_transformers import SentenceTransformer
 
     torch.manual_seed(settings.seed)
-    model = SentenceTransformer(str(model_dir), device="cpu")
+    saved = (torch.load(resume / STATE, weights_only=False)
+             if resume is not None and (resume / STATE).exists() else None)
+    model = SentenceTransformer(str(model_dir if saved is None else resume / "model"),
+                                device="cpu")
     model.max_seq_length = settings.max_seq_length
     optimiser = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
     batches = [len(examples[i:i + settings.batch_size])
@@ -60,8 +70,14 @@ def train(model_dir: Path, out_dir: Path, examples: Sequence[Example], settings:
     order = list(range(len(examples)))
     shuffle = random.Random(settings.seed)
     curve: list[dict] = []
+    if saved is not None:
+        optimiser.load_state_dict(saved["optimiser"])
+        schedule.load_state_dict(saved["schedule"])
+        shuffle.setstate(saved["shuffle"])
+        torch.set_rng_state(saved["torch"])
+        order, curve = saved["order"], saved["curve"]
     model.train()
-    for step in progress(range(total), total):
+    for step in progress(range(len(curve), total), total):
         epoch, index = divmod(step, len(batches))
         if index == 0:
             shuffle.shuffle(order)
@@ -74,9 +90,27 @@ def train(model_dir: Path, out_dir: Path, examples: Sequence[Example], settings:
         schedule.step()
         curve.append({"step": step + 1, "epoch": epoch + 1, "loss": float(loss.detach()),
                       "learning_rate": float(schedule.get_last_lr()[0])})
+        if resume is not None and index == len(batches) - 1 and step + 1 < total:
+            _keep(resume, model, {"optimiser": optimiser.state_dict(),
+                                  "schedule": schedule.state_dict(),
+                                  "shuffle": shuffle.getstate(),
+                                  "torch": torch.get_rng_state(), "order": order,
+                                  "curve": curve})
     model.eval()
     model.save(str(out_dir))
     return curve
+
+
+def _keep(resume: Path, model, state: dict) -> None:
+    """Replace the state in ``resume`` by this one, whole: written beside, then renamed."""
+    import torch
+
+    fresh = resume.with_name(resume.name + ".next")
+    shutil.rmtree(fresh, ignore_errors=True)
+    model.save(str(fresh / "model"))
+    torch.save(state, fresh / STATE)
+    shutil.rmtree(resume, ignore_errors=True)
+    os.replace(fresh, resume)
 
 
 def _rate(step: int, warmup: int, total: int) -> float:

@@ -38,3 +38,47 @@ def test_the_same_seed_gives_the_same_curve(tmp_path):
     first = train(base, tmp_path / "a", EXAMPLES, short)
     second = train(base, tmp_path / "b", EXAMPLES, short)
     assert [r["loss"] for r in first] == [r["loss"] for r in second]
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _stopping_after(n):
+    """A progress hook that stops the training after ``n`` optimiser steps."""
+    def progress(steps, total):
+        for done, step in enumerate(steps):
+            if done == n:
+                raise Interrupted
+            yield step
+    return progress
+
+
+def test_an_interrupted_training_resumes_at_its_last_epoch_to_the_same_model(tmp_path):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    base = resolve_embedder("all-MiniLM-L6-v2").path
+    three = Settings(**{**SETTINGS.__dict__, "epochs": 3})  # one step per epoch
+    whole = train(base, tmp_path / "whole", EXAMPLES, three)
+    resume = tmp_path / "resume"
+    try:
+        train(base, tmp_path / "parts", EXAMPLES, three, _stopping_after(2), resume)
+    except Interrupted:
+        pass
+    assert (resume / "state.pt").exists() and not (tmp_path / "parts").exists()
+    kept = torch.load(resume / "state.pt", weights_only=False)["curve"]
+    assert [r["step"] for r in kept] == [1, 2]  # the second epoch's state; the third's lost
+    ran = []
+
+    def counting(steps, total):
+        for step in steps:
+            ran.append(step)
+            yield step
+
+    parts = train(base, tmp_path / "parts", EXAMPLES, three, counting, resume)
+    assert ran == [2]  # only the last epoch ran again
+    assert parts == whole
+    a, b = (SentenceTransformer(str(tmp_path / f), device="cpu") for f in ("whole", "parts"))
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), name
