@@ -10,8 +10,10 @@ all its questions and on the dev and test halves of the seeded split by question
 it adds the causal filter's outcomes (how many replies fell back, how many contexts the
 top-up refilled and with how many tokens) and the App. E structural metrics
 (reachability, gold-node coverage, min hops) with and without gates, each with a 95 %
-bootstrap interval over questions, and the interval of the paired difference. Then the
-graph build beside the paper's Table 5: nodes, edges, modules per level and gates.
+bootstrap interval over questions, and the interval of the paired difference. Every
+answered row's token F1 less the naive row's on the same questions comes with its paired
+bootstrap interval. Then the graph build beside the paper's Table 5: nodes, edges,
+modules per level and gates.
 
 ``--chunks ROW`` also diagnoses how ROW (a hugrag row) ranks chunks, with no graph walk:
 context recall on each half of the budget filled by chunks in order of cosine alone
@@ -36,7 +38,7 @@ from kgrag.contents.corpus import read_questions, read_sentences
 from kgrag.contents.entities import read_entities
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.eval.halves import HALVES, halves
-from kgrag.eval.metrics import context_recall
+from kgrag.eval.metrics import context_recall, f1_score
 from kgrag.eval.registry import EvidenceSpans, StrategyRun, score_strategy
 from kgrag.eval.structure import gold_nodes, structural_metrics
 from kgrag.retrieval.hugrag_search import hybrid_scores, mmr
@@ -132,7 +134,7 @@ def main(argv: list[str]) -> None:
     print(f"{args.spec}: {questions.height} questions (dev {len(split['dev'])}, "
           f"test {len(split['test'])}, seed {args.seed})")
     print("row | n | context recall all / dev / test | recall@5 all / dev / test | F1 | tokens")
-    hug_rows = []
+    hug_rows, f1_of = [], {}
     for name, step in steps.items():
         if step.kind != "retrieve":
             continue
@@ -158,6 +160,10 @@ def main(argv: list[str]) -> None:
             figures[part] = (score_strategy("context_recall", run),
                              score_strategy("recall@5", run),
                              score_strategy("f1", run) if answered else None, table.height)
+        if answers is not None:
+            golds = dict(questions.select("question_id", "answers").iter_rows())
+            f1_of[row] = {q: f1_score(a, golds[q]) for q, a in
+                          answers.select("question_id", "answer").iter_rows()}
         f1 = figures["all"][2]
         print(f"{row} | {figures['all'][3]} | "
               + " / ".join(f"{figures[p][0]:.3f}" for p in ("all", *HALVES)) + " | "
@@ -166,6 +172,14 @@ def main(argv: list[str]) -> None:
               + f" | {retrieved['context_tokens'].mean():.0f}")
         if step.config["strategy"]["strategy"] == "hugrag":
             hug_rows.append((row, step, retrieved))
+
+    for row, per_question in f1_of.items():
+        if row == "naive" or "naive" not in f1_of:
+            continue
+        both = sorted(set(per_question) & set(f1_of["naive"]))
+        gain = np.array([per_question[q] - f1_of["naive"][q] for q in both])
+        print(f"{row}: F1 − naive on {len(both)} questions "
+              f"{interval(gain, args.bootstrap, rng)} (paired, 95 % bootstrap)")
 
     for row, step, retrieved in hug_rows:
         traces = [json.loads(t) for t in retrieved["trace"]]
