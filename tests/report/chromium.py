@@ -16,6 +16,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -54,17 +55,35 @@ def visit(page: Path, screenshot: Path, height: int = 2400) -> PageVisit:
             ["bash", "-c", wiring, chromium(), "--headless", "--no-sandbox", "--disable-gpu",
              "--no-first-run", "--remote-debugging-pipe", f"--user-data-dir={profile}",
              "about:blank"],
-            pass_fds=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            pass_fds=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
         for fd in theirs:
             os.close(fd)
         session = _Session(commands_w, replies_r)
         try:
             return session.visit(page, screenshot, height)
         finally:
-            browser.kill()
-            browser.wait()
+            _end(browser)
             os.close(commands_w)
             os.close(replies_r)
+
+
+def _end(browser: subprocess.Popen) -> None:
+    """Kill the browser and every process it started (its process group: renderers, the
+    zygote), and wait until all are gone, so that none still writes into the profile
+    folder while it is removed."""
+    try:
+        os.killpg(browser.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    browser.wait()
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(browser.pid, 0)  # anyone left in the group?
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
 
 
 class _Session:
