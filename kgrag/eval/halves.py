@@ -17,11 +17,13 @@ from kgrag.errors import KgragError
 HALVES = ("dev", "test")
 
 
-def seeded_order(question_ids: Iterable[str], seed: int) -> list[str]:
-    """The distinct ids ranked by a seeded hash of each: the order every split by question
-    cuts (these halves, a training method's ``kgrag.training.split``)."""
-    return sorted(set(question_ids),
-                  key=lambda qid: hashlib.sha256(f"{seed}\0{qid}".encode()).hexdigest())
+def seeded_share(question_ids: Iterable[str], fraction: float, seed: int) -> set[str]:
+    """The first ``round(fraction · n)`` of the distinct ids ranked by a seeded hash of
+    each: what every split by question cuts (these halves, a training method's
+    ``kgrag.training.split``)."""
+    ranked = sorted(set(question_ids),
+                    key=lambda qid: hashlib.sha256(f"{seed}\0{qid}".encode()).hexdigest())
+    return set(ranked[:round(fraction * len(ranked))])
 
 
 def halves(question_ids: Iterable[str], seed: int = 0) -> dict[str, set[str]]:
@@ -30,6 +32,5 @@ def halves(question_ids: Iterable[str], seed: int = 0) -> dict[str, set[str]]:
     if len(ids) < 2:
         raise KgragError(f"a sample of {len(ids)} question(s) is too small to split into a "
                          "dev half and a test half; it needs at least 2")
-    ranked = seeded_order(ids, seed)
-    dev = set(ranked[:round(0.5 * len(ranked))])
+    dev = seeded_share(ids, 0.5, seed)
     return {"dev": dev, "test": ids - dev}

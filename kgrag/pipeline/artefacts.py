@@ -19,9 +19,6 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from kgrag.errors import KgragError
-from kgrag.steps.step import BUILD_RECORD
-
-__all__ = ["BUILD_RECORD"]  # the runner writes it; steps read it (``kgrag.steps.step``)
 
 TEMP_PREFIX = ".tmp-"
 # Inside every artefact folder: the sorted keys of every call-cache entry the step read or

@@ -20,7 +20,6 @@ from typing import Any
 from kgrag.errors import KgragError, writing
 from kgrag.host import PeakRSS
 from kgrag.pipeline.artefacts import (
-    BUILD_RECORD,
     CALLS_RECORD,
     artefact_dir,
     atomic_dir,
@@ -33,7 +32,7 @@ from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
 from kgrag.progress import step_label
 from kgrag.steps import KINDS
-from kgrag.steps.step import StepContext, StepKind
+from kgrag.steps.step import BUILD_RECORD, StepContext, StepKind
 
 log = logging.getLogger(__name__)
 OUTPUTS_ADVICE = ("free space there or make it writable (or set the spec's outputs to "

@@ -169,7 +169,7 @@ def feature_table(texts: list[str], vectors: Any, width: int):
 
 
 def build_parts(gguf_path: Path, embed: Embed, settings: GraphLLMSettings, width: int,
-           adapter: Path | None = None) -> Parts:
+                adapter: Path | None = None) -> Parts:
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
 
@@ -237,7 +237,7 @@ class GraphLLM:
                 f"{manifest['base_sha256'][:12]}…), not on {gguf_path.name} ({sha[:12]}…)")
         settings = GraphLLMSettings(**manifest["settings"])
         parts = build_parts(gguf_path, embed, settings, manifest["feature_width"],
-                       adapter=folder / "adapter")
+                            adapter=folder / "adapter")
         parts.encoder.load_state_dict(torch.load(folder / "encoder.pt", weights_only=True))
         parts.llm.eval()
         parts.encoder.eval()

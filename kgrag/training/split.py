@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kgrag.declarations import Param
-from kgrag.eval.halves import seeded_order
+from kgrag.eval.halves import seeded_share
 
 SPLIT_PARAMS = (
     Param("train_fraction", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
@@ -25,8 +25,7 @@ SPLIT_PARAMS = (
 
 def training_questions(question_ids: Iterable[str], fraction: float, seed: int) -> set[str]:
     """The ids that train: the first ``round(fraction · n)`` by seeded hash."""
-    ranked = seeded_order(question_ids, seed)
-    return set(ranked[:round(fraction * len(ranked))])
+    return seeded_share(question_ids, fraction, seed)
 
 
 def split_of(entry: dict) -> dict:

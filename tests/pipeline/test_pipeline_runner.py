@@ -14,12 +14,12 @@ from kgrag.configuration import default_cache_dir
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache
 from kgrag.models.usage import Usage
-from kgrag.pipeline.artefacts import BUILD_RECORD, CALLS_RECORD, run_lock
+from kgrag.pipeline.artefacts import CALLS_RECORD, run_lock
 from kgrag.pipeline.integrity import LISTING
 from kgrag.pipeline.plan import Plan
 from kgrag.pipeline.runner import run_plan
 from kgrag.steps import KINDS
-from kgrag.steps.step import step_kind
+from kgrag.steps.step import BUILD_RECORD, step_kind
 
 RUNS: list[str] = []
 
