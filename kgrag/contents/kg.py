@@ -116,4 +116,5 @@ class KgIndex:
             relations=self.vectors["relations"][relations],
             head=local[:n].astype(np.int64), relation=rel_local.astype(np.int64),
             tail=local[n:2 * n].astype(np.int64), topic=local[2 * n:].astype(np.int64),
-            labels=labels)
+            labels=labels,
+            similarity=self.vectors["triples"][rows] @ np.asarray(vector, dtype=np.float32))

@@ -6,7 +6,8 @@ relations, each with a text embedding, its triples as index arrays into them, an
 question's topic entities. ``textless`` marks entities with no usable name (Freebase
 ``m.``/``g.`` ids): the scorers give them one shared learned embedding instead of the
 embedding of their id. ``labels`` are the 0/1 weak triple labels for training; ``None``
-at inference.
+at inference. ``similarity`` is each triple's cosine to the question over its text embedding
+(what ``triple_cosine`` ranks by), which the triple scorer may read as a match feature.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class QuestionGraph:
     tail: np.ndarray            # (n_t,) int64
     topic: np.ndarray           # (k,) int64
     labels: np.ndarray | None = None   # (n_t,) float32 0/1
+    similarity: np.ndarray | None = None   # (n_t,) float32: cosine(question, triple text)
 
     @property
     def triples(self) -> int:
@@ -49,6 +51,8 @@ class QuestionGraph:
             problems.append("head, relation and tail differ in length")
         if self.labels is not None and len(self.labels) != n_t:
             problems.append("labels do not have one value per triple")
+        if self.similarity is not None and len(self.similarity) != n_t:
+            problems.append("similarity does not have one value per triple")
         for name, index, bound in (("head", self.head, n_e), ("tail", self.tail, n_e),
                                    ("relation", self.relation, n_r),
                                    ("topic", self.topic, n_e)):

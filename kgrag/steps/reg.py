@@ -154,8 +154,8 @@ def reg_train(ctx: StepContext) -> None:
 
     if cfg["level"] == "triple":
         scorer = train_triple_scorer(train, ScorerSettings(
-            cfg["epochs"], cfg["learning_rate"], cfg["hidden"], cfg["seed"]), validation,
-            progress)
+            cfg["epochs"], cfg["learning_rate"], cfg["hidden"], cfg["seed"],
+            cfg["match_features"]), validation, progress)
     else:
         scorer = train_entity_scorer(train, EntityScorerSettings(
             cfg["epochs"], cfg["learning_rate"], cfg["hidden"], cfg["seed"]), validation,

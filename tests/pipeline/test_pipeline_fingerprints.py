@@ -38,4 +38,4 @@ def test_every_spec_has_recorded_fingerprints() -> None:
 
 if __name__ == "__main__":
     RECORDED.write_text(json.dumps({path.name: plan_fingerprints(path) for path in SPECS},
-                                   indent=1, sort_keys=True) + "\n")
+                                   indent=2, sort_keys=True) + "\n")

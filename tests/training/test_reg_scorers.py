@@ -18,6 +18,7 @@ from kgrag.training.triple_scorer import (
     ScorerSettings,
     dde,
     load_triple_scorer,
+    match_features,
     recall_at,
     train_triple_scorer,
 )
@@ -36,7 +37,8 @@ RELATIONS = np.random.default_rng(7).normal(size=(5, DIM)).astype(np.float32)
 def _graph(seed: int, labelled: bool = True) -> QuestionGraph:
     """40 entities, 100 random triples, entity 0 the topic with 12 outgoing triples. The
     question is a noisy copy of one relation's embedding; the positives are the topic's
-    triples with that relation (forced to hold at least one)."""
+    triples with that relation (forced to hold at least one). The triple-text similarity is
+    noise here: the positives follow from the question, the relations and the topology."""
     r = np.random.default_rng(seed)
     n_e, n_t = 40, 100
     head, tail = r.integers(1, n_e, n_t), r.integers(1, n_e, n_t)
@@ -49,7 +51,8 @@ def _graph(seed: int, labelled: bool = True) -> QuestionGraph:
     return QuestionGraph(question=question, entities=r.normal(size=(n_e, DIM)).astype(np.float32),
                          textless=r.random(n_e) < 0.2, relations=RELATIONS, head=head,
                          relation=relation, tail=tail, topic=np.array([0]),
-                         labels=labels if labelled else None)
+                         labels=labels if labelled else None,
+                         similarity=r.normal(size=n_t).astype(np.float32))
 
 
 TRAIN = [_graph(i) for i in range(40)]
@@ -92,8 +95,8 @@ def test_the_entity_scorer_learns_to_rank_the_positive_triples_first():
     np.testing.assert_allclose(scorer.scores(graph), p[graph.head] + p[graph.tail], rtol=1e-6)
 
 
-def test_the_triple_scorer_is_the_mlp_over_the_concatenated_triple_features():
-    scorer = train_triple_scorer(TRAIN[:2], ScorerSettings(epochs=1, hidden=8))
+def test_the_published_triple_scorer_is_the_mlp_over_the_concatenated_triple_features():
+    scorer = train_triple_scorer(TRAIN[:2], ScorerSettings(epochs=1, hidden=8, match=False))
     graph, net = HELD_OUT[0], scorer.module.net
     shared = net["textless"].weight.detach().numpy()[0]
     entities = np.where(graph.textless[:, None], shared, graph.entities)
@@ -105,6 +108,43 @@ def test_the_triple_scorer_is_the_mlp_over_the_concatenated_triple_features():
     with torch.no_grad():
         expected = net["second"](torch.relu(net["first"](torch.from_numpy(features))))
     np.testing.assert_allclose(scorer.scores(graph), expected.numpy()[:, 0], atol=1e-5)
+
+
+def test_the_match_features_are_the_question_cosines_standardised_over_the_graph():
+    graph = HELD_OUT[0]
+    scorer = train_triple_scorer(TRAIN[:2], ScorerSettings(epochs=1, hidden=8))
+    ends = np.where(graph.textless, 0.0, graph.entities @ graph.question)
+    columns = np.stack([graph.similarity, (graph.relations @ graph.question)[graph.relation],
+                        ends[graph.head], ends[graph.tail]], axis=1)
+    expected = (columns - columns.mean(axis=0)) / columns.std(axis=0)
+    np.testing.assert_allclose(match_features(scorer.module.inputs(graph)).numpy(), expected,
+                               atol=1e-5)
+
+
+def _cosine_graph(seed: int) -> QuestionGraph:
+    """A graph whose positives only the question-triple similarity tells apart: random
+    entities, relations and topology, 3 random positives that are the most similar triples."""
+    graph = _graph(seed)
+    r = np.random.default_rng(seed + 1000)
+    labels = np.zeros(graph.triples, np.float32)
+    labels[r.choice(graph.triples, 3, replace=False)] = 1.0
+    similarity = (0.2 * r.normal(size=graph.triples) + labels).astype(np.float32)
+    return QuestionGraph(**{**graph.__dict__, "labels": labels, "similarity": similarity})
+
+
+def test_the_match_features_let_the_scorer_rank_by_the_question_triple_similarity():
+    train, held_out = ([_cosine_graph(i) for i in range(20)],
+                       [_cosine_graph(50 + i) for i in range(20)])
+    matched = train_triple_scorer(train, ScorerSettings(epochs=2))
+    published = train_triple_scorer(train, ScorerSettings(epochs=2, match=False))
+    assert _recall(matched, held_out) > 0.9
+    assert _recall(published, held_out) < 0.3
+
+
+def test_a_matching_scorer_refuses_a_graph_without_similarities():
+    scorer = train_triple_scorer(TRAIN[:2], ScorerSettings(epochs=1))
+    with pytest.raises(KgragError, match="match features"):
+        scorer.scores(QuestionGraph(**{**HELD_OUT[0].__dict__, "similarity": None}))
 
 
 @pytest.mark.parametrize("train", [
