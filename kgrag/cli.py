@@ -251,13 +251,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def configure_logging(verbose: bool) -> None:
+    """Log records reach stderr from DEBUG with ``--verbose``, else from WARNING, whatever
+    level a library sets on its own logger (bm25s sets DEBUG on its own logger: filtering
+    by the root logger's level alone let its debug lines through)."""
+    level = logging.DEBUG if verbose else logging.WARNING
+    handler = logging.StreamHandler()
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter("kgrag: %(levelname)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # piped to a log, stdout is block-buffered: step lines would appear only at exit
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="kgrag: %(levelname)s: %(message)s")
+    configure_logging(args.verbose)
     try:
         return args.func(args)
     except KgragError as exc:

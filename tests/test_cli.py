@@ -1,6 +1,10 @@
-"""The command line on bad input: one clear message, exit code 2, no traceback."""
+"""The command line: one clear message and exit code 2 on bad input, no traceback, and
+no library's debug lines without --verbose."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 
@@ -252,3 +256,14 @@ def test_a_corpus_path_that_is_a_fifo_is_named_as_such(project, capsys):
     code, _, err = run_cli(capsys, "run", str(spec), "--dry-run")
     assert code == 2 and err == ("kgrag: error: corpus path is neither a file nor a folder "
                                  f"(a FIFO, socket or device?): {project / 'fifo.jsonl'}\n")
+
+
+@pytest.mark.parametrize("verbose, shown", [(False, ["WARNING: loud"]),
+                                            (True, ["DEBUG: quiet", "WARNING: loud"])])
+def test_a_library_logger_at_debug_prints_only_with_verbose(verbose, shown):
+    code = ("import logging; from kgrag.cli import configure_logging; "
+            f"configure_logging({verbose}); lib = logging.getLogger('lib'); "
+            "lib.setLevel(logging.DEBUG); lib.debug('quiet'); lib.warning('loud')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stderr.splitlines() == [f"kgrag: {line}" for line in shown]
