@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, interrupted, stop_on_sigterm
 
 if TYPE_CHECKING:
     from kgrag.api import QueryResult
@@ -258,14 +258,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.reconfigure(line_buffering=True)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="kgrag: %(levelname)s: %(message)s")
+    stop_on_sigterm()
     try:
         return args.func(args)
     except KgragError as exc:
         print(f"kgrag: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("kgrag: interrupted; completed steps and cached calls are kept — "
-              "run again to resume", file=sys.stderr)
+    except KeyboardInterrupt as stop:
+        print(interrupted(stop), file=sys.stderr)
         return 130
 
 
