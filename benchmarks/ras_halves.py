@@ -7,7 +7,8 @@ With ``--run`` it first runs the ras rows' retrieve steps and only the steps the
 (not the answers, not the training of a row that is not asked for); ``--only`` keeps
 the rows whose entry name is listed; ``--train-only`` runs only what the rows read (the
 Graph-LLM's training: one bounded piece under a CPU lock) and reports nothing. An
-interrupted run resumes through the call cache.
+interrupted run (Ctrl-C, or SIGTERM: ``timeout``) says so in one line and resumes
+through the call cache and the Graph-LLM training's kept state.
 
 For every ras row (few-shot, trained, oracle…) and each half, over the questions the row
 retrieved for that have supporting passages: ``n``; ``recall@5`` and ``recall@10`` of
@@ -24,11 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from statistics import mean
 
 from kgrag import api
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import read_retrieved
+from kgrag.errors import interrupted, stop_on_sigterm
 from kgrag.eval.halves import HALVES, halves
 from kgrag.eval.metrics import covers, recall_at_k
 from kgrag.pipeline.runner import run_plan
@@ -56,6 +59,16 @@ def main() -> None:
                         help="with --run: only the steps the rows read (their training), "
                              "not the rows themselves, and no report")
     args = parser.parse_args()
+    stop_on_sigterm()
+    try:
+        report(args)
+    except KeyboardInterrupt as stop:
+        print(interrupted(stop), file=sys.stderr)
+        sys.exit(130)
+
+
+def report(args: argparse.Namespace) -> None:
+    """Run the rows asked for (with ``--run``), then print each row's figures per half."""
     session = api.open_session(args.spec)
     only = set(args.only.split(",")) if args.only else None
     rows = [s for s in session.plan.steps if s.kind == "retrieve"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, interrupted, stop_on_sigterm
 
 if TYPE_CHECKING:
     from kgrag.api import QueryResult
@@ -268,14 +268,14 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
     configure_logging(args.verbose)
+    stop_on_sigterm()
     try:
         return args.func(args)
     except KgragError as exc:
         print(f"kgrag: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("kgrag: interrupted; completed steps and cached calls are kept — "
-              "run again to resume", file=sys.stderr)
+    except KeyboardInterrupt as stop:
+        print(interrupted(stop), file=sys.stderr)
         return 130
 
 

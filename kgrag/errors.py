@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,21 @@ DENIED = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitt
 
 class KgragError(Exception):
     """A user-facing error with a message that says what to fix."""
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (``timeout``, the end of a job queue's turn, ``kill``) stop this
+    process as Ctrl-C does: a KeyboardInterrupt, so the clean-up on the way out runs and
+    what is complete is kept. Called once, by a command's entry point."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def interrupted(stop: KeyboardInterrupt) -> str:
+    """The one line a stopped command prints; a stop that says what it kept (a training
+    keeping its state) says it in brackets."""
+    said = f" ({stop})" if str(stop) else ""
+    return (f"kgrag: interrupted{said}; completed steps and cached calls are kept — "
+            "run again to resume")
 
 
 def storage_cause(exc: BaseException, folder: Path) -> str | None:

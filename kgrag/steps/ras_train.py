@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from shutil import rmtree
 from statistics import mean
 from typing import Any
 
@@ -120,9 +121,14 @@ def ras_graph_llm(ctx: StepContext) -> None:
         raise KgragError(f"{ctx.step.name}: every sample is held back; lower heldback")
     base = ctx.models.model("answerer")
     embedder = ctx.models.embedder_of(cfg["embedder"])
+    # the state after each optimiser step is kept until the step is done: a run stopped
+    # in the training or in the accuracy below continues from its last step
     report = train_graph_llm(train, GraphLLMSettings(**cfg["settings"]),
                              model_file(base, "RAS's Graph-LLM training"),
-                             embedder.encode, ctx.out_dir / MODEL)
+                             embedder.encode, ctx.out_dir / MODEL,
+                             progress=lambda steps, count: ctx.progress(
+                                 steps, total=count, desc="train", unit="step"),
+                             resume=ctx.resume_dir)
     (ctx.out_dir / IDENTITY).write_text(json.dumps(
         {"fingerprint": ctx.step.fingerprint, "base_sha256": report["base_sha256"],
          "embedder": cfg["embedder"]}))
@@ -144,9 +150,11 @@ def ras_graph_llm(ctx: StepContext) -> None:
         samples=len(train), heldback_plans=len(held),
         planner_accuracy_trained=round(mean(scores["trained"]), 4) if held else None,
         planner_accuracy_few_shot=round(mean(scores["few_shot"]), 4) if held else None,
-        train_wall_s=report["wall_s"], train_peak_mb=report["peak_rss_mb"],
+        train_wall_s=report["wall_s"], train_pieces=report["pieces"],
+        train_peak_mb=report["peak_rss_mb"],
         epoch_losses=[round(x, 4) for x in report["epoch_losses"]],
         truncated_prompts=report["truncated_prompts"])
+    rmtree(ctx.resume_dir, ignore_errors=True)
 
 
 def _plan_text(plan: Any) -> str:

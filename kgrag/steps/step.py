@@ -54,6 +54,13 @@ class StepContext:
         """The artefact folder of the upstream step playing ``role`` (e.g. "chunks")."""
         return self.inputs[role]
 
+    @property
+    def resume_dir(self) -> Path:
+        """Where a long step keeps its state while it runs, beside its artefact (whose
+        folder exists only once complete): a stopped run leaves it, a rerun of the same
+        step (same fingerprint) continues from it, and the step removes it once done."""
+        return self.out_dir.parent / f".resume-{self.step.name}-{self.step.fingerprint[:12]}"
+
     def progress(self, iterable: Iterable[T], total: int | None = None, desc: str = "",
                  unit: str = "it") -> Iterator[T]:
         """Counts, rate and ETA: a bar on a terminal, a line every half minute in a log."""

@@ -247,9 +247,8 @@ def ark_stage(ctx: StepContext) -> None:
     settings = Settings(cfg["epochs"], cfg["learning_rate"], cfg["batch_size"],
                         cfg["temperature"], cfg["warmup_steps"], cfg["seed"],
                         cfg["max_seq_length"])
-    # the state after each epoch, beside the artefact (whose folder exists only once
-    # complete), so a stage interrupted partway continues from its last epoch
-    resume = ctx.out_dir.parent / f".resume-{ctx.step.name}-{ctx.step.fingerprint[:12]}"
+    # the state after each epoch, so a stage interrupted partway continues from its last
+    resume = ctx.resume_dir
     curve = train(start, model_dir(ctx.out_dir), examples, settings,
                   lambda steps, total: ctx.progress(steps, total=total, desc="train",
                                                     unit="step"), resume)

@@ -200,12 +200,16 @@ def test_the_graph_llm_step_trains_on_the_kept_samples_and_scores_both_planners(
     from kgrag.training import graph_llm, graph_llm_train
 
     trained_on: list = []
+    kept: list[Path] = []
 
-    def train(samples, settings, gguf, embed, out: Path) -> dict:
+    def train(samples, settings, gguf, embed, out: Path, progress, resume: Path) -> dict:
         trained_on.extend(samples)
+        kept.append(resume)
+        resume.mkdir()  # the real training keeps its last step's state there
         out.mkdir(parents=True)
         return {"base_sha256": session.models.model("answerer").sha256, "wall_s": 1.0,
-                "peak_rss_mb": 2.0, "epoch_losses": [0.5], "truncated_prompts": 0}
+                "peak_rss_mb": 2.0, "epoch_losses": [0.5], "truncated_prompts": 0,
+                "pieces": [{"from_step": 0, "to_step": 1, "threads": 1, "wall_s": 1.0}]}
 
     class Planner:  # the trained planner always stops
         def generate(self, prompt: str, subgraphs: list, max_new_tokens: int) -> str:
@@ -225,6 +229,9 @@ def test_the_graph_llm_step_trains_on_the_kept_samples_and_scores_both_planners(
     folder = session.artefact("graph_llm.planner")
     assert json.loads((folder / IDENTITY).read_text())["fingerprint"] == \
         steps["graph_llm.planner"].fingerprint
+    # the training's state beside the artefact, by the step's fingerprint, gone once done
+    assert kept == [folder.parent / f".resume-graph_llm.planner-{folder.name[-12:]}"]
+    assert not kept[0].exists()
     notes = {s["name"]: s for s in manifest.steps}["graph_llm.planner"]["notes"]
     held = samples.filter(pl.col("heldback") & (pl.col("task") == "plan"))
     stops = (held["target"] == "[SUFFICIENT]").mean()
@@ -239,10 +246,10 @@ def test_a_trained_row_answers_from_its_loop_and_a_warm_rerun_calls_nothing(
 
     generated: list[str] = []
 
-    def train(samples, settings, gguf, embed, out: Path) -> dict:
+    def train(samples, settings, gguf, embed, out: Path, progress, resume: Path) -> dict:
         out.mkdir(parents=True)
         return {"base_sha256": resolve_llm_sha(), "wall_s": 1.0, "peak_rss_mb": 2.0,
-                "epoch_losses": [0.5], "truncated_prompts": 0}
+                "epoch_losses": [0.5], "truncated_prompts": 0, "pieces": []}
 
     class Planner:
         def generate(self, prompt: str, subgraphs: list, max_new_tokens: int) -> str:
