@@ -42,7 +42,7 @@ def testbed(spec: str) -> dict[str, float]:
         graph = index.by_id[qid].triples
         sizes.append(len(graph))
         ceiling.append(len(gold & set(graph.tolist())) / len(gold))
-        scores = index.vectors["triples"][graph] @ vectors[qid]
+        scores = index.cosines(graph, vectors[qid])
         ranked = graph[np.argsort(-scores, kind="stable")].tolist()
         for k in DEPTHS:
             recall[k].append(len(gold & set(ranked[:k])) / len(gold))

@@ -98,6 +98,11 @@ class KgIndex:
                              "the kg step")
         return found
 
+    def cosines(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """Each triple's cosine to the question ``vector`` over its text embedding (both
+        normalised): what ``triple_cosine`` ranks by and the triple scorer's match input."""
+        return self.vectors["triples"][rows] @ np.asarray(vector, dtype=np.float32)
+
     def question_graph(self, retrieval: Retrieval, vector: np.ndarray,
                        positives: set[int] | None = None) -> QuestionGraph:
         """A retrieval graph as the scorers' arrays, its entities and relations numbered
@@ -117,4 +122,4 @@ class KgIndex:
             head=local[:n].astype(np.int64), relation=rel_local.astype(np.int64),
             tail=local[n:2 * n].astype(np.int64), topic=local[2 * n:].astype(np.int64),
             labels=labels,
-            similarity=self.vectors["triples"][rows] @ np.asarray(vector, dtype=np.float32))
+            similarity=self.cosines(rows, vector))

@@ -90,7 +90,7 @@ class CosineTriples(TripleStrategy):
     """Cosine of the question and the triple text embeddings."""
 
     def scores(self, question: str, vector: np.ndarray, retrieval: Retrieval) -> np.ndarray:
-        return self.index.vectors["triples"][retrieval.triples] @ np.asarray(vector, np.float32)
+        return self.index.cosines(retrieval.triples, vector)
 
 
 class Bm25Triples(TripleStrategy):
