@@ -155,6 +155,28 @@ class Parts:
                             words[:, at + 1:]], dim=1)
         return embeds, mask, labels
 
+    def target_loss(self, batch: Sequence[Encoded], table, rows: dict[str, int]):
+        """The next-token loss of ``batch``: the mean over all its target tokens, as the
+        right-padded batched forward with labels gives it, computed a sample at a time
+        (no padding) with the LM head only where a target token is predicted. A prompt
+        runs to hundreds of tokens and a target to a dozen, so most of the batched work
+        is padding and vocabulary logits that no label reads."""
+        import torch
+
+        model = self.llm.get_base_model()
+        head = model.get_output_embeddings()
+        total, count = None, 0
+        for sample in batch:
+            embeds, mask, labels = self.embeddings([sample], table, rows)
+            hidden = model.model(inputs_embeds=embeds, attention_mask=mask).last_hidden_state
+            following = labels[0, 1:]  # position i predicts token i + 1
+            where = (following != IGNORE).nonzero().squeeze(1)
+            logits = head(hidden[0, where]).float()
+            loss = torch.nn.functional.cross_entropy(logits, following[where], reduction="sum")
+            total = loss if total is None else total + loss
+            count += len(where)
+        return total / count
+
 
 def feature_table(texts: list[str], vectors: Any, width: int):
     """The feature table (a tensor, one row per text) and each text's row."""

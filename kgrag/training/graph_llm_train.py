@@ -98,10 +98,7 @@ def train_graph_llm(samples: list[Sample], settings: GraphLLMSettings, gguf_path
                 group = batches[index * accumulate:(index + 1) * accumulate]
                 losses = []
                 for batch in group:
-                    embeds, mask, labels = parts.embeddings(
-                        [encoded[i] for i in batch], table, rows)
-                    loss = parts.llm(inputs_embeds=embeds, attention_mask=mask,
-                                     labels=labels).loss
+                    loss = parts.target_loss([encoded[i] for i in batch], table, rows)
                     (loss / len(group)).backward()
                     losses.append(float(loss.detach()))
                 with held_signals():  # the update and its kept state: whole or not at all

@@ -134,6 +134,34 @@ def test_training_lowers_the_loss_and_the_same_seed_repeats_it(tmp_path):
 
 
 @pytest.mark.integration
+def test_the_unpadded_target_loss_is_the_padded_batch_loss_and_its_gradient():
+    from kgrag.training.graph_llm import build_parts, feature_table
+
+    parts = build_parts(_base(), _embed, TINY, 8)
+    samples = [Sample(PROMPT + " Think of France, its capital and the Seine.", "Paris",
+                      [[("France", "capital", "Paris")]]),
+               Sample("Is more retrieval needed?", "[SUFFICIENT]", [])]
+    batch = [parts.encode(s) for s in samples]
+    assert len(batch[0].ids) != len(batch[1].ids)  # the batched forward pads one of them
+    texts = texts_of([g for e in batch for g in e.graphs])
+    table, rows = feature_table(texts, _embed(texts), 8)
+    lora = [p for p in parts.llm.parameters() if p.requires_grad]
+
+    def loss_and_grads(loss):
+        grads = torch.autograd.grad(loss, lora)
+        return float(loss), torch.cat([g.flatten() for g in grads])
+
+    embeds, mask, labels = parts.embeddings(batch, table, rows)
+    padded = loss_and_grads(parts.llm(inputs_embeds=embeds, attention_mask=mask,
+                                      labels=labels).loss)
+    ours = loss_and_grads(parts.target_loss(batch, table, rows))
+    assert ours[0] == pytest.approx(padded[0], abs=1e-4)
+    # float32 sums in another order: the gradients agree to a part in ten thousand
+    assert float((ours[1] - padded[1]).norm() / padded[1].norm()) < 1e-3
+    assert float(padded[1].norm()) > 0  # the gradients compared are not all zero
+
+
+@pytest.mark.integration
 @pytest.mark.xfail(strict=True, reason="known shortfall: on SmolLM2-135M the two identical "
                    "prompts plateau at the 50/50 prior (loss ln 2 per answer token) and both "
                    "graphs give the same city (docs/results.md, \"RAS on HotpotQA\")")
