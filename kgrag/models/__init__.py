@@ -66,7 +66,7 @@ class Models:
         self.config = config
         self.cache = cache
         self.executor = executor or LocalExecutor()
-        self._base_dir = base_dir
+        self.base_dir = base_dir  # the spec's folder: relative model paths start there
         # checked first: a runtime that is not installed fails before any work
         self.backend = backend(config["embedder"].get("backend", TORCH)).name
         self._bases = {name: _attempt(lambda base=base: resolve_embedder(base, base_dir))
@@ -115,7 +115,7 @@ class Models:
                                  "training steps are planned")
             return self._trained[name]
         try:
-            model = resolve_embedder(name, self._base_dir)
+            model = resolve_embedder(name, self.base_dir)
         except KgragError as exc:
             if not self._bases:
                 raise

@@ -21,8 +21,10 @@ passages`` (ablation "no text-to-triples") shows each sub-query's passages inste
 
 Planning is the few-shot prompted spec LLM under the plan grammar
 (``ras_plan.few_shot_plan``), or, when ``graph_llm`` names a training entry of
-method ``ras``, the trained Graph-LLM, which reads the graph token of the subgraphs
-so far (``graph_encoder: false`` gives it an empty graph: the inference ablation).
+method ``ras`` (or, as a path, the folder such an entry wrote in another spec: one
+planner trained on one corpus, run on others), the trained Graph-LLM, which reads the
+graph token of the subgraphs so far (``graph_encoder: false`` gives it an empty graph:
+the inference ablation).
 ``planning: fixed`` (ablation "no planning") makes no plan call: it retrieves
 ``max_iterations`` times for Q itself, each time the next ``retrieve_k`` passages.
 ``planning: oracle`` replaces the planner by the question's gold sub-questions, then
@@ -112,7 +114,9 @@ class RasStrategy:
         if config.get("graph_llm"):
             from kgrag.training.graph_llm import load_cached_graph_llm
 
-            graph_llm = load_cached_graph_llm(artefacts["graph_llm"], models)
+            folder = (models.base_dir / config["graph_llm"] if trained_elsewhere(config)
+                      else artefacts["graph_llm"])
+            graph_llm = load_cached_graph_llm(folder, models)
         elif config["planning"] == "few_shot" and resources.llm is None:
             raise KgragError(f"strategy {config['name']!r}: few-shot planning needs an LLM")
         gold = None
@@ -268,11 +272,17 @@ def _needs(config: Config) -> dict[str, Need]:
     """The Graph-LLM's folder, and the corpus for an oracle's gold sub-questions (the
     retriever's artefacts are its member's: ``kgrag.retrieval``)."""
     needs: dict[str, Need] = {}
-    if config.get("graph_llm"):
+    if config.get("graph_llm") and not trained_elsewhere(config):
         needs["graph_llm"] = TrainedRef("graph_llm", "graph_llm", WHY_GRAPH_LLM)
     if config.get("planning") == "oracle":
         needs["corpus"] = "corpus"
     return needs
+
+
+def trained_elsewhere(config: Config) -> bool:
+    """Whether ``graph_llm`` is the path of another spec's trained folder (a training
+    entry's name never holds a '/')."""
+    return "/" in (config.get("graph_llm") or "")
 
 
 def _with_retriever(config: Config, extraction: Config) -> Config:
@@ -327,8 +337,11 @@ DECLARATION = Strategy(
            "paper's t2t model writes about 20 per query graph; spaCy states about 40 per "
            "paragraph, which would fill the budget in one iteration).", default=8),
      Param("graph_llm", {"type": ["string", "null"]},
-           "name of a training entry of method ras: its Graph-LLM plans and answers; null: "
-           "few-shot planning with the spec's LLM and kgrag's answer step.", default=None),
+           "name of a training entry of method ras: its Graph-LLM plans and answers; or, "
+           "holding a '/', the path (from the spec's folder) of the artefact folder such an "
+           "entry wrote in another spec (graph_llm.<entry>-<fingerprint>: a retrained "
+           "model has another path); null: few-shot planning with the spec's LLM and "
+           "kgrag's answer step.", default=None),
      Param("graph_encoder", {"type": "boolean"},
            "give the Graph-LLM the graph token (ablation 'no graph encoder' at inference: "
            "false).", default=True),

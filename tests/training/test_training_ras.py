@@ -294,3 +294,46 @@ def test_a_passage_with_no_triple_adds_nothing_and_is_recorded():
     assert step["no_triple_passages"] == ["u2"] and step["triples_added"] == 2
     assert "(S> Tu1| P> is| O> u1), (S> Tu3| P> is| O> u3)" in found.text
     assert found.unit_ids == ["u1", "u2", "u3"]  # still retrieved: recall counts it
+
+
+def test_a_planner_trained_in_another_spec_runs_from_its_folder_by_path(
+        project: Path, monkeypatch: pytest.MonkeyPatch):
+    import os
+
+    from kgrag.training import graph_llm, graph_llm_train
+
+    planned: list[str] = []
+
+    def train(samples, settings, gguf, embed, out: Path, progress, resume: Path) -> dict:
+        out.mkdir(parents=True)
+        return {"base_sha256": session.models.model("answerer").sha256, "wall_s": 1.0,
+                "peak_rss_mb": 2.0, "epoch_losses": [0.5], "truncated_prompts": 0,
+                "pieces": []}
+
+    class Planner:
+        def generate(self, prompt: str, subgraphs: list, max_new_tokens: int) -> str:
+            planned.append(prompt)
+            return "[SUFFICIENT]"
+
+    monkeypatch.setattr(graph_llm_train, "train_graph_llm", train)
+    monkeypatch.setattr(graph_llm.GraphLLM, "load", classmethod(lambda cls, *a: Planner()))
+    session = open_with(training_spec(project), RuleLLM())
+    steps = session.plan.by_name()
+    run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
+             steps=[steps[n] for n in ("corpus", "subq.planner", "graph_llm.planner")],
+             echo=lambda s: None)
+    folder = os.path.relpath(session.artefact("graph_llm.planner"), project / "specs")
+
+    def elsewhere(path: str) -> Path:
+        return write_spec(project, name="elsewhere", query=[
+            {"name": "dense", "strategy": "naive"},
+            {"name": "ras", "strategy": "ras", "retriever": "dense", "graph_llm": path}],
+            answer={"questions": 0}, evaluate={"metrics": ["recall@5", "iterations"]})
+
+    other = open_with(elsewhere(folder), RuleLLM())
+    assert not [s for s in other.plan.steps if s.kind in ("ras_subq", "ras_graph_llm")]
+    assert "graph_llm" not in other.plan.by_name()["retrieve.ras"].inputs
+    _, rows, _ = run_with(elsewhere(folder), RuleLLM())
+    assert rows["ras"]["iterations"] == 1.0 and planned  # the trained planner stopped at once
+    with pytest.raises(KgragError, match="holds no trained RAS Graph-LLM"):
+        run_with(elsewhere("../no/such/folder"), RuleLLM())
