@@ -29,9 +29,10 @@ import sys
 from statistics import mean
 
 from kgrag import api
+from kgrag.cli import EXIT_USER_ERROR
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import read_retrieved
-from kgrag.errors import interrupted, stop_on_sigterm
+from kgrag.errors import KgragError, interrupted, stop_on_sigterm
 from kgrag.eval.halves import HALVES, halves
 from kgrag.eval.metrics import covers, recall_at_k
 from kgrag.pipeline.runner import run_plan
@@ -62,6 +63,9 @@ def main() -> None:
     stop_on_sigterm()
     try:
         report(args)
+    except KgragError as exc:  # bad input: one line, as the CLI says it
+        print(f"kgrag: error: {exc}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
     except KeyboardInterrupt as stop:
         print(interrupted(stop), file=sys.stderr)
         sys.exit(130)

@@ -114,8 +114,8 @@ class RasStrategy:
         if config.get("graph_llm"):
             from kgrag.training.graph_llm import load_cached_graph_llm
 
-            folder = (models.base_dir / config["graph_llm"] if trained_elsewhere(config)
-                      else artefacts["graph_llm"])
+            folder = ((models.base_dir / config["graph_llm"]).resolve()
+                      if trained_elsewhere(config) else artefacts["graph_llm"])
             graph_llm = load_cached_graph_llm(folder, models)
         elif config["planning"] == "few_shot" and resources.llm is None:
             raise KgragError(f"strategy {config['name']!r}: few-shot planning needs an LLM")
