@@ -36,6 +36,24 @@ def test_every_spec_has_recorded_fingerprints() -> None:
     assert sorted(json.loads(RECORDED.read_text())) == [path.name for path in SPECS]
 
 
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="the specs read ../shared/data")
+def test_a_graph_llm_named_by_path_is_the_folder_its_spec_plans() -> None:
+    """A ras row may run another spec's trained planner by the path of its artefact
+    folder, whose name carries that training's fingerprint: the path must follow it."""
+    import yaml
+
+    planned = set()
+    for path in SPECS:
+        session = api.open_session(path)
+        planned |= {session.artefact(step.name).resolve() for step in session.plan.steps}
+    named = [(path, entry["graph_llm"]) for path in SPECS
+             for entry in yaml.safe_load(path.read_text()).get("query", [])
+             if "/" in (entry.get("graph_llm") or "")]
+    assert named  # specs/ras_scale_hotpotqa.yaml runs MuSiQue's planner
+    for path, folder in named:
+        assert (path.parent / folder).resolve() in planned, (path.name, folder)
+
+
 if __name__ == "__main__":
     RECORDED.write_text(json.dumps({path.name: plan_fingerprints(path) for path in SPECS},
                                    indent=2, sort_keys=True) + "\n")
