@@ -26,8 +26,8 @@ from kgrag import api
 from kgrag.host import usable_cores
 from kgrag.models.served import model_file
 from kgrag.steps.ras_train import read_samples
-from kgrag.training.graph_encoder import graph_of, texts_of
-from kgrag.training.graph_llm import GraphLLMSettings, build_parts, feature_table, torch_threads
+from kgrag.training.graph_encoder import graph_of
+from kgrag.training.graph_llm import GraphLLMSettings, build_parts, torch_threads
 
 
 def main() -> None:
@@ -55,11 +55,10 @@ def main() -> None:
     chosen = [[samples[i] for i in order[b * size:(b + 1) * size]] for b in range(args.batches)]
 
     with torch_threads(args.threads or usable_cores()) as threads:
-        texts = texts_of([graph_of(g) for batch in chosen for s in batch for g in s.subgraphs])
-        vectors = embed(texts or ["graph"])
-        table, rows = feature_table(texts, vectors[:len(texts)], vectors.shape[-1])
         parts = build_parts(model_file(models.model("answerer"), "the benchmark"), embed,
-                            settings, vectors.shape[-1])
+                            settings, embed(["graph"]).shape[-1])
+        table, rows = parts.features(
+            [graph_of(g) for batch in chosen for s in batch for g in s.subgraphs])
         parts.llm.eval()
         parts.encoder.eval()
         trainable = [p for p in list(parts.llm.parameters()) + list(parts.encoder.parameters())

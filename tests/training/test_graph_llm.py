@@ -135,7 +135,7 @@ def test_training_lowers_the_loss_and_the_same_seed_repeats_it(tmp_path):
 
 @pytest.mark.integration
 def test_the_unpadded_target_loss_is_the_padded_batch_loss_and_its_gradient():
-    from kgrag.training.graph_llm import build_parts, feature_table
+    from kgrag.training.graph_llm import build_parts
 
     parts = build_parts(_base(), _embed, TINY, 8)
     samples = [Sample(PROMPT + " Think of France, its capital and the Seine.", "Paris",
@@ -143,8 +143,7 @@ def test_the_unpadded_target_loss_is_the_padded_batch_loss_and_its_gradient():
                Sample("Is more retrieval needed?", "[SUFFICIENT]", [])]
     batch = [parts.encode(s) for s in samples]
     assert len(batch[0].ids) != len(batch[1].ids)  # the batched forward pads one of them
-    texts = texts_of([g for e in batch for g in e.graphs])
-    table, rows = feature_table(texts, _embed(texts), 8)
+    table, rows = parts.features([g for e in batch for g in e.graphs])
     lora = [p for p in parts.llm.parameters() if p.requires_grad]
 
     def loss_and_grads(loss):
