@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kgrag.answer import answer, cited_answer, units_to_cite
+from kgrag.answer.parts import Part, context_parts
+from kgrag.answer.reader import read
 from kgrag.bundle.compare import metric_differences
 from kgrag.bundle.pack import BundleSummary, make_bundle
 from kgrag.bundle.replay import unpack
@@ -161,13 +162,35 @@ def report(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
 @dataclass(frozen=True)
 class Citation:
-    """One unit an answer cites: its number in the prompt, its id, its document's title
-    and where it came from (``kgrag.corpus.sources.describe``; empty when unknown)."""
+    """One part of the context an answer cites: its number in the prompt, its id (a
+    chunk's, or ``part N`` for a part that is not a chunk), its document's title, where
+    it came from (``kgrag.corpus.sources.describe``; empty when unknown), its text, and
+    the answer's span in that text (None when the answer is not verbatim in it)."""
 
     number: int
     unit_id: str
     title: str
     source: str
+    text: str = ""
+    span: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one strategy retrieved for a question, before any answer: the units in rank
+    order with their titles and sources (file, page, heading), and the context's parts as
+    the answer reads them (``kgrag.answer.parts``)."""
+
+    question: str
+    strategy: str
+    unit_ids: list[str]
+    titles: list[str]
+    context_tokens: int
+    retrieval_ms: float
+    context: str
+    trace: dict[str, Any] = field(default_factory=dict)  # the strategy's why (seeds, scores)
+    sources: list[str] = field(default_factory=list)  # per unit: file, page, heading
+    parts: list[Part] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -184,6 +207,12 @@ class QueryResult:
     citations: list[Citation] | None = None  # with answer.cite: the units cited
 
 
+def _span(answer_text: str, text: str) -> tuple[int, int] | None:
+    """Where ``answer_text`` first occurs in ``text`` (case-insensitive), if it does."""
+    at = text.lower().find(answer_text.lower()) if answer_text else -1
+    return None if at < 0 else (at, at + len(answer_text))
+
+
 @dataclass(frozen=True)
 class Querier:
     """One query strategy of a spec, ready to answer: its index open, its models
@@ -196,31 +225,49 @@ class Querier:
     strategy: Any
     titles: dict[str, str]  # doc id → title
     sources: dict[str, str]  # chunk id → where it came from (a documents folder's)
-    contexts: dict[str, str]  # chunk id → its text as the LLM reads it (answer.cite)
+    contexts: dict[str, str]  # chunk id → its text as the LLM reads it
 
-    def ask(self, question: str) -> QueryResult:
-        """Retrieve for ``question`` and answer it from what was retrieved (citing the
-        units it comes from, with ``answer.cite``)."""
-        models, answering = self.session.models, self.session.spec.answer
+    def retrieve(self, question: str) -> Evidence:
+        """What the strategy retrieves for ``question`` (no LLM call unless the strategy
+        itself makes one)."""
+        models = self.session.models
         vector = models.embedder_of(self.step.config["embedder"]).encode([question])[0]
         started = time.perf_counter()
         context = self.strategy.retrieve(question, vector)
         elapsed_ms = (time.perf_counter() - started) * 1000
-        settings = {"max_tokens": answering["max_tokens"], "style": answering["prompt"],
-                    "length": answering["length"]}
-        titles = [self.titles[d] for d in context.doc_ids]
-        sources = [self.sources.get(u, "") for u in context.unit_ids]
-        citations = None
-        if answering.get("cite"):
-            shown = units_to_cite(context.unit_ids, context.text, self.contexts, self.name)
-            cited, _ = cited_answer(models.llm("answerer"), shown, question, **settings)
-            text = cited.text + "".join(f" [{n}]" for n in cited.cited)
-            citations = [Citation(n, context.unit_ids[n - 1], titles[n - 1], sources[n - 1])
-                         for n in cited.cited]
-        else:
-            text, _ = answer(models.llm("answerer"), context.text, question, **settings)
-        return QueryResult(question, self.name, context.unit_ids, titles, context.tokens,
-                           elapsed_ms, text, context.trace, sources, citations)
+        return Evidence(question, self.name, context.unit_ids,
+                        [self.titles[d] for d in context.doc_ids], context.tokens, elapsed_ms,
+                        context.text, context.trace,
+                        [self.sources.get(u, "") for u in context.unit_ids],
+                        context_parts(context.unit_ids, context.text, self.contexts))
+
+    def answer(self, evidence: Evidence) -> QueryResult:
+        """The answer to ``evidence.question`` from ``evidence``, as the spec's ``answer``
+        section makes it (``kgrag.answer.reader``), with the parts it cites when it cites
+        (``answer.cite``, or an extractive answer)."""
+        answering = self.session.spec.answer
+        reply = read(self.session.models.llm("answerer"), [p.text for p in evidence.parts],
+                     evidence.question, answering, evidence.context)
+        cites = answering.get("cite") or answering.get("mode") == "extractive"
+        citations = ([self._citation(evidence, n, reply.text) for n in reply.cited]
+                     if cites else None)
+        return QueryResult(evidence.question, self.name, evidence.unit_ids, evidence.titles,
+                           evidence.context_tokens, evidence.retrieval_ms,
+                           reply.text + "".join(f" [{n}]" for n in reply.cited), evidence.trace,
+                           evidence.sources, citations)
+
+    def _citation(self, evidence: Evidence, number: int, answer_text: str) -> Citation:
+        part = evidence.parts[number - 1]
+        unit = part.unit_id
+        index = evidence.unit_ids.index(unit) if unit in evidence.unit_ids else None
+        return Citation(number, unit or f"part {number}",
+                        "" if index is None else evidence.titles[index],
+                        "" if index is None else evidence.sources[index], part.text,
+                        _span(answer_text, part.text))
+
+    def ask(self, question: str) -> QueryResult:
+        """Retrieve for ``question`` and answer it from what was retrieved."""
+        return self.answer(self.retrieve(question))
 
 
 def open_query(spec_path: str | Path, strategy: str | None = None,
@@ -238,8 +285,7 @@ def open_query(spec_path: str | Path, strategy: str | None = None,
     if "chunks" in inputs:  # a strategy over chunks: where each came from, its text
         chunks = read_chunks(inputs["chunks"])
         sources = chunk_sources(chunks)
-        if session.spec.answer.get("cite"):
-            contexts = dict(zip(chunks["chunk_id"], chunks["context"]))
+        contexts = dict(zip(chunks["chunk_id"], chunks["context"]))
     return Querier(session, name, step, chosen,
                    dict(zip(documents["doc_id"], documents["title"])), sources, contexts)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kgrag.errors import KgragError, interrupted, stop_on_sigterm
 
 if TYPE_CHECKING:
-    from kgrag.api import QueryResult
+    from kgrag.api import Citation, Evidence, Querier, QueryResult
 
 EXIT_USER_ERROR = 2
 EXIT_MISMATCH = 1  # a replay whose metrics differ from its bundle's
@@ -88,16 +88,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     from kgrag import api
 
-    if args.question != STDIN:
-        _print_query(api.query(args.spec, args.question, args.strategy, echo=_quiet))
-        return 0
     querier = api.open_query(args.spec, args.strategy, echo=_quiet)
+    if args.question != STDIN:
+        _ask(querier, args.question)
+        return 0
     if sys.stdin.isatty():
         print("kgrag: ready; a question per line, Ctrl-D to end", file=sys.stderr)
     for line in sys.stdin:
         if line.strip():
             print(f"question: {line.strip()}")
-            _print_query(querier.ask(line.strip()))
+            _ask(querier, line.strip())
             print()
     return 0
 
@@ -106,33 +106,63 @@ def _quiet(line: str) -> None:
     """Echo for the index steps a query runs: their lines would hide the answer."""
 
 
-def _print_query(result: QueryResult) -> None:
-    """What the strategy retrieved and why, and the answer, as ``kgrag query`` shows it."""
-    print(f"strategy: {result.strategy}  ({result.context_tokens} context tokens, "
-          f"{result.retrieval_ms:.1f} ms)")
-    scores = result.trace.get("scores", {})
-    walked = result.trace.get("ppr_seeds", result.trace.get("seeds"))  # a PPR walk's seeds
+def _ask(querier: Querier, question: str) -> None:
+    """The evidence as soon as retrieval ends, then the answer (which may take the LLM
+    seconds), then the passages it cites with the answer marked in them."""
+    evidence = querier.retrieve(question)
+    _print_evidence(evidence)
+    sys.stdout.flush()
+    _print_answer(querier.answer(evidence))
+
+
+def _print_evidence(evidence: Evidence) -> None:
+    """What the strategy retrieved and why, as ``kgrag query`` shows it."""
+    print(f"strategy: {evidence.strategy}  ({evidence.context_tokens} context tokens, "
+          f"{evidence.retrieval_ms:.1f} ms)")
+    scores = evidence.trace.get("scores", {})
+    walked = evidence.trace.get("ppr_seeds", evidence.trace.get("seeds"))  # a PPR walk's seeds
     if isinstance(walked, dict):
         seeds = ", ".join(f"{name} ({weight:.3g})" for name, weight in walked.items())
         print(f"seeds: {seeds or '(none)'}")
-    if "nearest" in result.trace:
-        linked = ", ".join(f"{m} -> {n}" for m, n in result.trace["nearest"].items())
+    if "nearest" in evidence.trace:
+        linked = ", ".join(f"{m} -> {n}" for m, n in evidence.trace["nearest"].items())
         print(f"linked by nearest name: {linked}")
-    if "fallback" in result.trace:
-        print(f"fallback: {result.trace['fallback']}")
-    sources = result.sources or [""] * len(result.unit_ids)
-    for number, (unit, title, source) in enumerate(zip(result.unit_ids, result.titles, sources),
-                                                   1):
-        cited = f"[{number}] " if result.citations is not None else ""
+    if "fallback" in evidence.trace:
+        print(f"fallback: {evidence.trace['fallback']}")
+    number = {p.unit_id: n for n, p in enumerate(evidence.parts, 1) if p.unit_id}
+    sources = evidence.sources or [""] * len(evidence.unit_ids)
+    for unit, title, source in zip(evidence.unit_ids, evidence.titles, sources):
+        cited = f"[{number[unit]}] " if unit in number else ""
         print(f"  {cited}{unit}  {title}" + (f"  ({source})" if source else "")
               + (f"  (score {scores[unit]:.4g})" if unit in scores else ""))
+
+
+PASSAGE_CHARS = 240  # how much of a cited passage is shown around the answer
+
+
+def _marked(citation: Citation) -> str:
+    """The cited passage on one line, around the answer's span marked »like this«."""
+    text = citation.text
+    if citation.span is None:
+        return " ".join(text[:PASSAGE_CHARS].split())
+    start, end = citation.span
+    left = max(0, start - PASSAGE_CHARS // 2)
+    shown = f"{text[left:start]}»{text[start:end]}«{text[end:end + PASSAGE_CHARS // 2]}"
+    return ("…" if left else "") + " ".join(shown.split()) + ("…" if end + PASSAGE_CHARS // 2
+                                                              < len(text) else "")
+
+
+def _print_answer(result: QueryResult) -> None:
+    """The answer, and with citations each cited passage with the answer marked."""
     print(f"answer: {result.answer}")
-    if result.citations is not None:
-        for citation in result.citations:
-            where = f", {citation.source}" if citation.source else ""
-            print(f"  [{citation.number}] {citation.title}{where}  ({citation.unit_id})")
-        if not result.citations:
-            print("  (no valid citation)")
+    if result.citations is None:
+        return
+    for citation in result.citations:
+        where = ", ".join(x for x in (citation.title, citation.source) if x)
+        print(f"  [{citation.number}] {where}  ({citation.unit_id})")
+        print(f"      {_marked(citation)}")
+    if not result.citations:
+        print("  (no citation)")
 
 
 def _cmd_bundle(args: argparse.Namespace) -> int:

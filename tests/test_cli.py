@@ -177,32 +177,64 @@ def test_outputs_that_cannot_be_a_folder_exits_2_before_any_work(project, capsys
     assert sorted(root.rglob("*")) == before
 
 
+class FixedQuerier:
+    """A querier whose evidence and answer are given: what ``kgrag query`` prints of them."""
+
+    def __init__(self, *evidence) -> None:
+        self.evidence = iter(evidence)
+        self.asked: list[str] = []
+
+    def retrieve(self, question):
+        self.asked.append(question)
+        return next(self.evidence)
+
+    def answer(self, evidence):
+        from kgrag import api
+
+        return api.QueryResult(evidence.question, evidence.strategy, evidence.unit_ids,
+                               evidence.titles, evidence.context_tokens,
+                               evidence.retrieval_ms, "x", evidence.trace)
+
+
 def test_query_prints_why_a_strategy_chose_its_chunks(capsys, monkeypatch):
     from kgrag import api
 
-    result = api.QueryResult("Who?", "ppr", ["c1", "c2"], ["Paris", "Lyon"], 20, 3.0, "x",
-                             {"seeds": {"PARIS": 0.5}, "scores": {"c1": 0.25, "c2": 0.125}})
-    monkeypatch.setattr(api, "query", lambda *args, **kwargs: result)
+    evidence = api.Evidence("Who?", "ppr", ["c1", "c2"], ["Paris", "Lyon"], 20, 3.0, "",
+                            {"seeds": {"PARIS": 0.5}, "scores": {"c1": 0.25, "c2": 0.125}})
+    monkeypatch.setattr(api, "open_query", lambda *a, **k: FixedQuerier(evidence))
     code, out, _ = run_cli(capsys, "query", "spec.yaml", "Who?")
     assert code == 0
     assert "seeds: PARIS (0.5)" in out
     assert "c1  Paris  (score 0.25)" in out and "c2  Lyon  (score 0.125)" in out
+    # the evidence comes before the answer
+    assert out.index("c2  Lyon") < out.index("answer: x")
 
 
 def test_query_prints_nearest_name_links_and_hugrag_ppr_seeds(capsys, monkeypatch):
     from kgrag import api
 
-    results = iter([
-        api.QueryResult("Who?", "ppr", ["c1"], ["Paris"], 10, 3.0, "x",
-                        {"seeds": {"PARIS": 0.5}, "nearest": {"CITY OF LIGHT": "PARIS"}}),
-        api.QueryResult("Who?", "hugrag", ["c1"], ["Paris"], 10, 3.0, "x",
-                        {"seeds": ["PARIS", "M1"], "ppr_seeds": {"PARIS": 1.0}}),
-    ])
-    monkeypatch.setattr(api, "query", lambda *args, **kwargs: next(results))
+    querier = FixedQuerier(
+        api.Evidence("Who?", "ppr", ["c1"], ["Paris"], 10, 3.0, "",
+                     {"seeds": {"PARIS": 0.5}, "nearest": {"CITY OF LIGHT": "PARIS"}}),
+        api.Evidence("Who?", "hugrag", ["c1"], ["Paris"], 10, 3.0, "",
+                     {"seeds": ["PARIS", "M1"], "ppr_seeds": {"PARIS": 1.0}}))
+    monkeypatch.setattr(api, "open_query", lambda *a, **k: querier)
     _, out, _ = run_cli(capsys, "query", "spec.yaml", "Who?")
     assert "linked by nearest name: CITY OF LIGHT -> PARIS" in out
     code, out, _ = run_cli(capsys, "query", "spec.yaml", "Who?")
     assert code == 0 and "seeds: PARIS (1)" in out
+
+
+def test_a_cited_passage_is_printed_with_the_answer_marked():
+    from kgrag import api
+    from kgrag.cli import _marked
+
+    text = "# Louvre\n" + "The museum opened in 1793 in Paris. " * 20
+    at = text.index("1793")
+    citation = api.Citation(1, "c1", "Louvre", "louvre.pdf, p. 1", text, (at, at + 4))
+    shown = _marked(citation)
+    assert "»1793«" in shown and "\n" not in shown and len(shown) < len(text)
+    assert _marked(api.Citation(1, "c1", "", "", "short text", None)) == "short text"
 
 
 def test_query_reaches_every_row_of_a_swept_strategy(project, capsys, monkeypatch):

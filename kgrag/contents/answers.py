@@ -1,6 +1,8 @@
 """The ``answer`` artefact: one row per answered question, the answer and its tokens; with
 ``answer.cite``, also one row per answer in ``citations.parquet``: the units it cites
-(``cited_units``, their ``cited_docs``), every number it wrote (``numbers``, valid or not)
+(``cited_units``: a chunk's id, or ``part N`` for a part of the context that is not a
+chunk; their ``cited_docs``, empty for such a part; ``cited_texts``, each part as the
+LLM read it), every number it wrote (``numbers``, valid or not)
 and how many units it was shown."""
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ def read_answers(folder: Path) -> pl.DataFrame:
 
 CITATIONS = "citations.parquet"
 CITATION_SCHEMA = {"question_id": pl.String, "cited_units": pl.List(pl.String),
-                   "cited_docs": pl.List(pl.String), "numbers": pl.List(pl.Int64),
+                   "cited_docs": pl.List(pl.String), "cited_texts": pl.List(pl.String),
+                   "numbers": pl.List(pl.Int64),
                    "shown": pl.Int64}
 
 

@@ -74,12 +74,14 @@ class StrategyRun:
     retrieved for them (``table``), the answered ones as (answer, gold answers) pairs,
     the spans, present when a requested metric reads them, and, for answers given with
     ``answer.cite``, each answered question's cited documents and supporting documents
-    (``cited``; None without citations)."""
+    (``cited``; None without citations) and its cited parts' texts and gold answers
+    (``cited_texts``; None for citations written before their texts were kept)."""
 
     table: pl.DataFrame
     answered: list[tuple[str, list[str]]]
     spans: EvidenceSpans | None
     cited: list[tuple[list[str], list[str]]] | None = None
+    cited_texts: list[tuple[list[str], list[str]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -154,12 +156,24 @@ def _f1(run: StrategyRun) -> float | None:
         gold=("supporting_doc_ids", "supporting documents",
               "a questions file lists a question's supporting document ids in 'supporting'"))
 def _citation_precision(run: StrategyRun) -> float | None:
-    """The mean share of an answer's cited units that support it, over the answers that
-    cite something; not reported without citations."""
+    """Document-level: the mean share of an answer's cited units whose document supports
+    the question, over the answers that cite something, whatever the unit says; not
+    reported without citations."""
     if run.cited is None:
         return None
     values = [citation_precision(c, s) for c, s in run.cited]
     return _mean([v for v in values if v is not None])
+
+
+@metric("citation_precision_answer", "citations")
+def _citation_precision_answer(run: StrategyRun) -> float | None:
+    """The mean share of an answer's cited parts that hold a gold answer (as ``covers``
+    finds it), over the answers that cite something: a citation that holds, where
+    ``citation_precision`` accepts any unit of a supporting document."""
+    if run.cited_texts is None:
+        return None
+    return _mean([sum(covers(t, golds) for t in texts) / len(texts)
+                  for texts, golds in run.cited_texts if texts])
 
 
 @metric("citation_recall", "citations",

@@ -31,13 +31,17 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     answer_of = {} if answers is None else dict(zip(answers["question_id"], answers["answer"]))
     answered = [(answer_of[q], g) for q, g in zip(table["question_id"], golds) if q in answer_of]
     row["n_answered"] = len(answered)
-    cited = None
+    cited = cited_texts = None
     if citations is not None:
         docs_of = dict(zip(citations["question_id"], citations["cited_docs"].to_list()))
         cited = [(docs_of[q], s) for q, s in zip(table["question_id"],
                                                  table["supporting_doc_ids"].to_list())
                  if q in docs_of]
-    run = StrategyRun(table, answered, spans, cited)
+        if "cited_texts" in citations.columns:
+            texts_of = dict(zip(citations["question_id"], citations["cited_texts"].to_list()))
+            cited_texts = [(texts_of[q], g) for q, g in zip(table["question_id"], golds)
+                           if q in texts_of]
+    run = StrategyRun(table, answered, spans, cited, cited_texts)
     row.update({metric: score_strategy(metric, run) for metric in metrics})
     latencies = table["retrieval_ms"].to_list()
     row.update(
@@ -55,7 +59,8 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
     return row
 
 
-COLUMNS = ("strategy", "em", "f1", "cited", "citation_precision", "citation_recall", "coverage", "recall@", "iterations", "context_recall", "reachability",
+COLUMNS = ("strategy", "em", "f1", "cited", "citation_precision", "citation_precision_answer",
+           "citation_recall", "coverage", "recall@", "iterations", "context_recall", "reachability",
            "reachability_no_gates", "gold_coverage", "gold_coverage_no_gates", "min_hops",
            "min_hops_no_gates", "context_tokens_mean", "retrieval_ms_p50", "retrieval_ms_p95",
            "retrieval_llm_ms_p50", "llm_calls_per_query", "llm_tokens_in", "llm_tokens_out")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kgrag.models.backend import FIXED_SAMPLING, Completion, LLMBackend, LLMSettings
 from kgrag.models.cache import CallCache, request_key
@@ -21,6 +21,15 @@ from kgrag.models.usage import CountedCache, Usage
 
 T = TypeVar("T")
 Message = dict[str, str]
+
+
+class Score(NamedTuple):
+    """A target's mean log-probability per token, its tokens, and the tokens of context
+    and target together (what the call counts as tokens in)."""
+
+    mean: float
+    target_tokens: int
+    tokens: int
 
 
 class InvalidOutput(Exception):
@@ -96,10 +105,14 @@ class CachedLLM:
 
     def logprobs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """The mean log-probability per token of each ``target`` continuing its
-        ``context`` (ARK's alignment scores), each cached like every call (its tokens
-        count as tokens in). The pairs the cache lacks go to the backend together, so
-        the prompts that open alike (a unit's forward and backward prompts) share their
-        evaluation."""
+        ``context`` (ARK's alignment scores); see ``scores``."""
+        return [score.mean for score in self.scores(pairs)]
+
+    def scores(self, pairs: Sequence[tuple[str, str]]) -> list[Score]:
+        """The log-probability of each ``target`` continuing its ``context``, each cached
+        like every call (its tokens count as tokens in). The pairs the cache lacks go to
+        the backend together, so the prompts that open alike (a unit's forward and
+        backward prompts, one question's candidate answers) share their evaluation."""
         requests = [{"model_sha256": self.settings.sha256, "logprob": 1, "context": context,
                      "target": target} for context, target in pairs]
         asked = [request_key("llm", request) for request in requests]
@@ -108,8 +121,9 @@ class CachedLLM:
         payloads, _ = self.calls.many(
             keys, lambda todo: self.backend.logprobs([distinct[keys[i]] for i in todo]),
             lambda p: (p["tokens"], 0))
-        mean = {key: p["mean"] for key, p in zip(keys, payloads)}
-        return [mean[key] for key in asked]
+        score = {key: Score(p["mean"], p["target_tokens"], p["tokens"])
+                 for key, p in zip(keys, payloads)}
+        return [score[key] for key in asked]
 
     def chat(self, messages: list[Message], *, max_tokens: int, stop: list[str] | None = None,
              grammar: str | None = None) -> Completion:

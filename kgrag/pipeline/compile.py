@@ -164,7 +164,9 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                                             settings["questions"] or strategy["questions"])
             kind = ("answer_from_trace" if STRATEGIES[strategy["strategy"]].answers_in_trace(
                 strategy) else "answer")
-            cites = {"chunks": "chunks"} if settings.get("cite") else {}  # numbered units
+            # numbered parts, spans, the supporting documents' chunks
+            cites = ({"chunks": "chunks"} if settings.get("cite") or settings.get("context")
+                     or settings.get("mode", "free") != "free" else {})
             step = plan.add(step_name("answer", name), kind, settings,
                             {"corpus": "corpus", "retrieve": retrieve.name, **cites})
             evaluate_inputs[step.name] = step.name

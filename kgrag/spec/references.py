@@ -65,6 +65,7 @@ def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
                               f"a {graph['kind']} graph")
         yield from kind.problems(i, graph)
     yield from _training_problems(raw, filled)
+    yield from _answer_problems(filled, strategies)
     for i, (q_raw, q) in enumerate(zip(raw.get("query", []), filled["query"])):
         strategy = strategies[q["strategy"]]
         q = with_defaults(q, strategy.params_of(q))
@@ -95,6 +96,42 @@ def _member_problems(i: int, raw: Config, strategy: Strategy, filled: Config
                                     f"{strategy.name} takes the ranking of an entry of "
                                     f"{', '.join(RANKERS)}")))
     return problems
+
+
+def _answer_problems(filled: Config, strategies: dict[str, Strategy]) -> Iterator[Problem]:
+    """What ``answer.cite``, ``answer.mode: extractive`` and ``answer.context: gold`` need:
+    a short answer for a span, and strategies whose answers are read from a context of
+    chunks (a strategy that answers while it retrieves, or one over a knowledge graph's
+    triples, has no part to cite nor chunk to answer from)."""
+    answer = filled.get("answer", {})
+    if answer.get("questions") == 0:
+        return
+    asked = [key for key, on in (("cite", answer.get("cite")),
+                                 ("mode", answer.get("mode", "free") != "free"),
+                                 ("context", answer.get("context", "retrieved") != "retrieved"))
+             if on]
+    if answer.get("mode") == "extractive" and answer["length"] != "short":
+        yield (("answer", "mode"), f"an extractive answer is a span of the context: it needs "
+                                   f"answer.length short, not {answer['length']}")
+    if not asked:
+        return
+    corpus = filled["corpus"]
+    if (answer.get("context") == "gold" and corpus["dataset"] in ("jsonl", "text", "documents")
+            and "questions_file" not in corpus):
+        yield (("answer", "context"), f"gold answers from each question's "
+                                      f"supporting documents, and a {corpus['dataset']} "
+                                      "corpus without a questions file has no supporting "
+                                      "labels; answer from the retrieved context instead")
+    for i, q in enumerate(filled["query"]):
+        strategy = strategies[q["strategy"]]
+        q = with_defaults(q, strategy.params_of(q))
+        if strategy.evidence != "chunks" or strategy.answers_in_trace(q):
+            why = ("answers while it retrieves" if strategy.evidence == "chunks"
+                   else f"retrieves {strategy.evidence}, not chunks")
+            yield (("query", i, "strategy"),
+                   f"answer.{asked[0]}: strategy {q['strategy']} ({q['name']!r}) {why}, so "
+                   "its answers cannot cite parts of a context or come from one; answer it "
+                   "without answer.cite, mode and context, or in a spec of its own")
 
 
 def _training_problems(raw: Config, filled: Config) -> Iterator[Problem]:

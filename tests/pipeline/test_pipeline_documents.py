@@ -46,7 +46,8 @@ def documents_spec(project: Path, **answer) -> Path:
         chunking={"size": 16, "overlap": 4},
         query=[{"name": "dense", "strategy": "naive", "budget_tokens": 60}],
         answer=answer,
-        evaluate={"metrics": ["recall@2", "cited", "citation_precision", "citation_recall"]})
+        evaluate={"metrics": ["recall@2", "cited", "citation_precision",
+                              "citation_precision_answer", "citation_recall"]})
 
 
 def test_answers_cite_numbered_chunks_and_are_scored(project):
@@ -142,3 +143,56 @@ def test_the_citation_grammar_compiles_and_admits_only_numbers_shown():
     for length in ("short", "long"):
         LlamaGrammar.from_string(citation_grammar(12, length), verbose=False)
     assert '"[" ("3" | "2" | "1") "]"' in citation_grammar(3, "short")
+
+
+def test_extractive_answers_are_spans_of_the_units_they_cite(project):
+    """Every extractive answer (other than the escape) is verbatim in each unit it cites,
+    and the answer-level precision scores what the cited units say."""
+    spec = documents_spec(project, cite=True, mode="extractive")
+    steps, rows, _ = run_with(spec, RuleLLM())
+    session = api.open_session(spec)
+    answers = dict(zip(*pl.read_parquet(session.artefact("answer.dense") / "answers.parquet")
+                       .select("question_id", "answer").to_dict().values()))
+    citations = read_citations(session.artefact("answer.dense"))
+    text_of = dict(zip(*read_chunks(session.artefact("chunks")).select(
+        "chunk_id", "context").to_dict().values()))
+    for qid, units, texts in citations.select("question_id", "cited_units",
+                                              "cited_texts").iter_rows():
+        assert units, f"{qid}: an extractive span answer cites the units that hold it"
+        assert all(answers[qid] in text_of[u] and text_of[u] == t for u, t in zip(units, texts))
+    assert steps["answer.dense"]["notes"]["answers_span"] == 3
+    row = rows["dense"]
+    assert row["cited"] == 1.0 and row["citation_precision_answer"] is not None
+
+
+def test_an_extractive_context_without_candidates_gets_the_escape_counted(project, monkeypatch):
+    import kgrag.answer.extractive as extractive
+
+    monkeypatch.setattr(extractive, "candidates", lambda units, question, limit: [])
+    spec = documents_spec(project, cite=True, mode="extractive")
+    steps, rows, _ = run_with(spec, RuleLLM())
+    assert steps["answer.dense"]["notes"]["answers_escape"] == 3
+    assert rows["dense"]["cited"] == 0.0
+
+
+def test_the_gold_context_oracle_answers_from_the_supporting_documents(project):
+    spec = documents_spec(project, mode="extractive", context="gold")
+    llm = RuleLLM()
+    _, rows, _ = run_with(spec, llm)
+    answers = pl.read_parquet(api.open_session(spec).artefact("answer.dense") / "answers.parquet")
+    # each question's own document holds its answer, and the stand-in scores a candidate by
+    # its words in the context: every candidate ties, the prior's first wins
+    assert answers.height == 3 and rows["dense"]["n_answered"] == 3
+    assert "logprob" in llm.calls
+
+
+def test_the_gold_context_without_supporting_labels_is_refused_by_validate(project, capsys):
+    spec = write_spec(project, corpus={"dataset": "text", "path": "../notes"},
+                      query=[{"name": "dense", "strategy": "naive"}],
+                      answer={"context": "gold"}, evaluate={"metrics": ["f1"]})
+    (project / "notes").mkdir()
+    (project / "notes" / "a.txt").write_text("Paris is the capital of France.\n")
+    assert main(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "answer.context: gold answers from" in err
+    assert "no supporting labels" in err

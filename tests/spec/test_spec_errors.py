@@ -155,7 +155,7 @@ def test_missing_required_keys(tmp_path: Path) -> None:
             6,
             (
                 "evaluate.metrics[0]: 'accuracy' does not match the required pattern "
-                "^(em|f1|citation_precision|citation_recall|cited|coverage|iterations|"
+                "^(em|f1|citation_precision|citation_precision_answer|citation_recall|cited|coverage|iterations|"
                 "context_recall|hit|macro_f1|micro_f1|answer_coverage|extraction|"
                 "recall@[1-9][0-9]*|hit@[1-9][0-9]*)$"
             ),

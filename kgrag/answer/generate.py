@@ -33,7 +33,7 @@ models given by path).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kgrag.errors import KgragError
@@ -203,19 +203,6 @@ def parse_citations(reply: str, shown: int, length: str = "short") -> CitedAnswe
     clean = clean_answer if length == "short" else clean_long_answer
     cited = list(dict.fromkeys(n for n in numbers if 1 <= n <= shown))
     return CitedAnswer(clean(body), cited, numbers)
-
-
-def units_to_cite(unit_ids: Sequence[str], context: str, text_of: Mapping[str, str],
-                  strategy: str) -> list[str]:
-    """The texts of the retrieved chunks to number, checked to be exactly the context the
-    strategy built (its chunks, one after another); ``strategy`` names it in the
-    message when it is not."""
-    if any(u not in text_of for u in unit_ids) or "\n\n".join(
-            text_of[u] for u in unit_ids) != context:
-        raise KgragError(f"answer.cite: strategy {strategy!r} hands the LLM more than its "
-                         "chunks (a skeleton's triples, modules, sub-chunks); cite with a "
-                         "strategy whose context is its chunks (naive, bm25, ppr)")
-    return [text_of[u] for u in unit_ids]
 
 
 def cited_answer(llm: CachedLLM, units: Sequence[str], question: str, *,

@@ -1,0 +1,60 @@
+"""Candidate answers are verbatim spans of the units, typed by what the question asks."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgrag.answer.spans import candidates, read_question, units_holding
+
+UNITS = [
+    "# Christmas Meeting of 1888\nThe Christmas Meeting of 1888 was a chess tournament held "
+    "in Copenhagen. It was won by Emanuel Lasker on 28 December 1888.",
+    "# Copenhagen\nCopenhagen is the capital of Denmark. About 1,300,000 people live there.",
+]
+
+
+def test_every_candidate_is_verbatim_in_its_unit_and_each_text_comes_once():
+    found = candidates(UNITS, "Who won the chess tournament held in Copenhagen?", limit=50)
+    assert found
+    for c in found:
+        assert c.text in UNITS[c.unit] and not c.text.startswith(("#", "the ", "The "))
+    keys = [c.text.lower() for c in found]
+    assert len(keys) == len(set(keys))
+
+
+def test_the_asked_type_ranks_first_and_the_question_own_words_are_left_out():
+    found = candidates(UNITS, "Who won the chess tournament held in Copenhagen?", limit=50)
+    assert found[0].text == "Emanuel Lasker" and found[0].label == "PERSON"
+    assert "Copenhagen" not in [c.text for c in found]  # named by the question
+    when = candidates(UNITS, "When was the Christmas Meeting of 1888 won?", limit=3)
+    assert when[0].label == "DATE" and when[0].text == "28 December 1888"
+    many = candidates(UNITS, "How many people live in the capital of Denmark?", limit=3)
+    assert "1,300,000" in [c.text for c in many]
+
+
+def test_titles_are_candidates():
+    found = candidates(UNITS, "Which city is the capital of Denmark?", limit=50)
+    assert any(c.text == "Christmas Meeting of 1888" and c.label == "TITLE" for c in found)
+
+
+def test_a_choice_question_keeps_only_the_options_it_names():
+    found = candidates(UNITS, "Who won in 1888, Emanuel Lasker or Copenhagen?", limit=50)
+    assert {c.text for c in found} <= {"Emanuel Lasker", "Copenhagen", "Lasker"}
+    assert "Emanuel Lasker" in {c.text for c in found}
+
+
+@pytest.mark.parametrize("question, yes_no", [
+    ("Is Copenhagen the capital of Denmark?", True),
+    ("Were Lasker and Tarrasch both chess players?", True),
+    ("Is the capital Copenhagen, Denmark or Lasker?", False),  # a choice, not yes/no
+    ("Who won the tournament?", False),
+])
+def test_yes_no_questions_get_no_span_candidates(question, yes_no):
+    assert read_question(question).yes_no is yes_no
+    assert (candidates(UNITS, question, limit=10) == []) is yes_no
+
+
+def test_limit_and_units_holding():
+    assert len(candidates(UNITS, "What happened in 1888?", limit=2)) == 2
+    assert units_holding("Copenhagen", UNITS) == [0, 1]
+    assert units_holding("Lasker", UNITS) == [0]
