@@ -111,17 +111,17 @@ def _answer_problems(filled: Config, strategies: dict[str, Strategy]) -> Iterato
                                  ("context", answer.get("context", "retrieved") != "retrieved"))
              if on]
     if answer.get("mode") == "extractive" and answer["length"] != "short":
-        yield (("answer", "mode"), f"an extractive answer is a span of the context: it needs "
-                                   f"answer.length short, not {answer['length']}")
+        yield (("answer", "mode"), ("an extractive answer is a span of the context: it needs "
+                                    f"answer.length short, not {answer['length']}"))
     if not asked:
         return
     corpus = filled["corpus"]
     if (answer.get("context") == "gold" and corpus["dataset"] in ("jsonl", "text", "documents")
             and "questions_file" not in corpus):
-        yield (("answer", "context"), f"gold answers from each question's "
-                                      f"supporting documents, and a {corpus['dataset']} "
-                                      "corpus without a questions file has no supporting "
-                                      "labels; answer from the retrieved context instead")
+        yield (("answer", "context"), ("gold answers from each question's supporting "
+                                       f"documents, and a {corpus['dataset']} corpus without "
+                                       "a questions file has no supporting labels; answer "
+                                       "from the retrieved context instead"))
     for i, q in enumerate(filled["query"]):
         strategy = strategies[q["strategy"]]
         q = with_defaults(q, strategy.params_of(q))
@@ -129,9 +129,9 @@ def _answer_problems(filled: Config, strategies: dict[str, Strategy]) -> Iterato
             why = ("answers while it retrieves" if strategy.evidence == "chunks"
                    else f"retrieves {strategy.evidence}, not chunks")
             yield (("query", i, "strategy"),
-                   f"answer.{asked[0]}: strategy {q['strategy']} ({q['name']!r}) {why}, so "
-                   "its answers cannot cite parts of a context or come from one; answer it "
-                   "without answer.cite, mode and context, or in a spec of its own")
+                   (f"answer.{asked[0]}: strategy {q['strategy']} ({q['name']!r}) {why}, so "
+                    "its answers cannot cite parts of a context or come from one; answer it "
+                    "without answer.cite, mode and context, or in a spec of its own"))
 
 
 def _training_problems(raw: Config, filled: Config) -> Iterator[Problem]:

@@ -7,8 +7,8 @@ import pytest
 from kgrag.answer.spans import candidates, read_question, units_holding
 
 UNITS = [
-    "# Christmas Meeting of 1888\nThe Christmas Meeting of 1888 was a chess tournament held "
-    "in Copenhagen. It was won by Emanuel Lasker on 28 December 1888.",
+    ("# Christmas Meeting of 1888\nThe Christmas Meeting of 1888 was a chess tournament held "
+     "in Copenhagen. It was won by Emanuel Lasker on 28 December 1888."),
     "# Copenhagen\nCopenhagen is the capital of Denmark. About 1,300,000 people live there.",
 ]
 

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from kgrag import api
+from kgrag.contents.answers import read_citations
 from kgrag.contents.bipartite import SUBCHUNKS_FILE
 from kgrag.contents.entities import ENTITIES_FILE, ENTITY_TABLE, RELATIONSHIPS_FILE
 from kgrag.contents.skeleton import RELATIONSHIP_TABLE
@@ -158,3 +159,22 @@ def test_sub_chunks_render_like_their_chunks_when_titles_are_off(project: Path) 
     titled = api.open_session(write_spec(project, "titled", **sections)).plan.by_name()
     assert "title" not in titled["bipartite.kw"].config
     assert api.open_session(untitled).plan.by_name()["bipartite.kw"].config["title"] is False
+
+
+def test_ket_cites_the_parts_of_its_context(project: Path) -> None:
+    """answer.cite with ket: the context's rows, text units and sub-chunks are numbered and
+    a citation names one of them (a chunk by its id, any other part by its number)."""
+    spec = write_spec(
+        project, "ket-cite", corpus={"dataset": "musique", "path": "../corpus.jsonl", "limit": 1},
+        graphs=[{"name": "skel", "kind": "skeleton", "beta": 0.2},
+                {"name": "kw", "kind": "bipartite"}],
+        query=[{"name": "ket", "strategy": "ket", "skeleton": "skel", "bipartite": "kw",
+                "budget_tokens": 600}],
+        answer={"cite": True, "questions": 1},
+        evaluate={"metrics": ["cited", "citation_precision", "citation_precision_answer"]})
+    steps, rows, _ = run_with(spec, RuleLLM())
+    citations = read_citations(api.open_session(spec).artefact("answer.ket"))
+    assert citations.height == 1 and citations["shown"][0] > 1
+    cited, texts = citations["cited_units"][0].to_list(), citations["cited_texts"][0].to_list()
+    assert cited and len(cited) == len(texts) and all(texts)
+    assert steps["answer.ket"]["notes"]["cited"] == 1 and rows["ket"]["cited"] == 1.0

@@ -593,3 +593,18 @@ def test_such_numbers_are_text_where_text_belongs(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "description: 0400\nchunking: {size: 400}\n")
     spec = load_spec(path)
     assert spec.data["description"] == "0400" and spec.chunking["size"] == 400
+
+
+@pytest.mark.parametrize("query, answer, line, message", [
+    ("  - {name: t, strategy: triple_cosine}\n", "{cite: true}", 6,
+     ("query[0].strategy: answer.cite: strategy triple_cosine ('t') retrieves triples, not "
+      "chunks, so its answers cannot cite parts of a context or come from one")),
+    ("  - {name: d, strategy: naive}\n", "{mode: extractive, length: long}", 7,
+     ("answer.mode: an extractive answer is a span of the context: it needs answer.length "
+      "short, not long")),
+])
+def test_answers_that_need_a_context_of_chunks_are_refused_by_validate(
+        tmp_path: Path, query: str, answer: str, line: int, message: str) -> None:
+    path = write(tmp_path, VALID_HEAD, "query:\n", query, f"answer: {answer}\n")
+    problems = check_spec(path)
+    assert len(problems) == 1 and problems[0].startswith(f"{path}:{line}: {message}")
