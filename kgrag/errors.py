@@ -38,8 +38,10 @@ class KgragError(Exception):
 def stop_on_sigterm() -> None:
     """Make SIGTERM (``timeout``, the end of a job queue's turn, ``kill``) stop this
     process as Ctrl-C does: a KeyboardInterrupt, so the clean-up on the way out runs and
-    what is complete is kept. Called once, by a command's entry point."""
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    what is complete is kept. Called once, by a command's entry point. A SIGTERM ignored
+    by whoever started kgrag stays ignored, as Python leaves an ignored Ctrl-C."""
+    if signal.getsignal(signal.SIGTERM) != signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def interrupted(stop: KeyboardInterrupt) -> str:

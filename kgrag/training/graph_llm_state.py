@@ -89,12 +89,18 @@ def _trained(llm: Any) -> dict:
 def held_signals() -> Iterator[None]:
     """Ctrl-C and SIGTERM arriving inside the block act at its end, through the handlers
     in place before it. Outside the main thread (where Python takes no signal) the block
-    just runs."""
+    just runs.
+
+    A stop ignored by whoever started kgrag (``nohup``, or ``&`` in a script: the shell
+    ignores SIGINT in background jobs) is left ignored rather than held: holding it would
+    catch it for the block, and a process started inside it would inherit the default
+    (exec keeps an ignored signal ignored, but resets a caught one)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     held: list[int] = []
-    before = {s: signal.signal(s, lambda number, frame: held.append(number)) for s in STOPS}
+    before = {s: signal.signal(s, lambda number, frame: held.append(number))
+              for s in STOPS if signal.getsignal(s) != signal.SIG_IGN}
     try:
         yield
     finally:

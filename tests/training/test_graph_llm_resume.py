@@ -1,10 +1,12 @@
 """The Graph-LLM training's kept state: a stop holds off until a step's update and its
-state are written, SIGTERM stops as Ctrl-C does, and (on the bundled SmolLM2) a training
-stopped after k steps and run again ends with the model and loss curve of one never
-stopped."""
+state are written, SIGTERM stops as Ctrl-C does, a stop ignored by whoever started kgrag
+stays ignored, and (on the bundled SmolLM2) a training stopped after k steps and run
+again ends with the model and loss curve of one never stopped."""
 
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -13,17 +15,23 @@ from kgrag.errors import interrupted, stop_on_sigterm
 from kgrag.training.graph_llm import MANIFEST, GraphLLMSettings, Sample
 from kgrag.training.graph_llm_state import STATE, held_signals
 from kgrag.training.graph_llm_train import train_graph_llm
+from tests.conftest import REPO
 from tests.training.test_graph_llm import PROMPT, TINY, _base, _embed
 
 
 @pytest.fixture
-def sigterm_restored():
-    before = signal.getsignal(signal.SIGTERM)
+def stops_as_python_sets_them():
+    """Ctrl-C and SIGTERM as a Python started from a terminal has them, whatever the
+    test run was started with (``nohup make test &`` ignores SIGINT), restored after."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     yield
-    signal.signal(signal.SIGTERM, before)
+    for s, handler in before.items():
+        signal.signal(s, handler)
 
 
-def test_a_stop_inside_held_signals_acts_at_the_end_of_the_block():
+def test_a_stop_inside_held_signals_acts_at_the_end_of_the_block(stops_as_python_sets_them):
     ran = []
     with pytest.raises(KeyboardInterrupt):
         with held_signals():
@@ -34,7 +42,7 @@ def test_a_stop_inside_held_signals_acts_at_the_end_of_the_block():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_sigterm_stops_as_ctrl_c_with_one_line_saying_what_was_kept(sigterm_restored):
+def test_sigterm_stops_as_ctrl_c_with_one_line_saying_what_was_kept(stops_as_python_sets_them):
     stop_on_sigterm()
     with pytest.raises(KeyboardInterrupt) as stopped:
         os.kill(os.getpid(), signal.SIGTERM)
@@ -43,6 +51,49 @@ def test_sigterm_stops_as_ctrl_c_with_one_line_saying_what_was_kept(sigterm_rest
     said = interrupted(KeyboardInterrupt("training stopped after step 3 of 8"))
     assert said.startswith("kgrag: interrupted (training stopped after step 3 of 8); ")
     assert "\n" not in said
+
+
+# started as a shell starts a background job: the stop ignored, then Python exec'd
+STARTED_IGNORING = ("import os, signal, sys; signal.signal(int(sys.argv[1]), signal.SIG_IGN); "
+                    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])")
+# kgrag's stop handling, a held block that the parent stops, a process started inside it
+# (does it ignore the stop too?), then a stop outside the block
+STOPPED = """
+import subprocess, sys
+from kgrag.errors import stop_on_sigterm
+from kgrag.training.graph_llm_state import held_signals
+
+stop = int(sys.argv[1])
+stop_on_sigterm()
+with held_signals():
+    print("held", flush=True)
+    sys.stdin.readline()
+    started = subprocess.run([sys.executable, "-c", "import signal, sys; "
+                              "print(signal.getsignal(int(sys.argv[1])) == signal.SIG_IGN)",
+                              str(stop)], capture_output=True, text=True, check=True)
+print("after the block; a process started in it ignores the stop:", started.stdout.strip(),
+      flush=True)
+sys.stdin.readline()
+print("done")
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stop_ignored_by_whoever_started_kgrag_stays_ignored(stop):
+    """``nohup kgrag run ... &`` from a script starts kgrag with SIGINT ignored: the user
+    chose that no Ctrl-C reaches it, inside held blocks and in the processes it starts."""
+    number = str(int(stop))
+    with subprocess.Popen([sys.executable, "-c", STARTED_IGNORING, number, "-c", STOPPED,
+                           number], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}) as run:
+        said = ["held\n", "after the block; a process started in it ignores the stop: True\n"]
+        for line in said:  # stopped inside the held block, then outside it
+            assert run.stdout.readline() == line
+            run.send_signal(stop)
+            run.stdin.write("\n")
+            run.stdin.flush()
+        assert run.communicate(timeout=60) == ("done\n", None)
+    assert run.returncode == 0
 
 
 def _stopping_after(n):
