@@ -99,14 +99,13 @@ class _BoundedBackend(httpcore.NetworkBackend):
 
 @contextmanager
 def _as_httpx() -> Iterator[None]:
-    """httpcore's failures as the httpx ones its callers catch."""
+    """httpcore's failures as the httpx ones its callers catch: httpx has a class of
+    the same name for each (``httpx.ReadTimeout`` for ``httpcore.ReadTimeout``...)."""
     try:
         yield
-    except httpcore.TimeoutException as exc:
-        raise httpx.TimeoutException(str(exc) or type(exc).__name__) from exc
-    except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol,
-            httpcore.ProxyError) as exc:
-        raise httpx.TransportError(f"{type(exc).__name__}: {exc}") from exc
+    except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
+            httpcore.UnsupportedProtocol, httpcore.ProxyError) as exc:
+        raise getattr(httpx, type(exc).__name__)(str(exc)) from exc
 
 
 class _Body(httpx.SyncByteStream):

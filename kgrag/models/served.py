@@ -17,8 +17,12 @@ outputs would be cached under another model's name.
 
 Prompts go only to this machine or a private network: a URL whose host is a public
 address (or a name that resolves to one) is refused unless the spec sets
-``allow_remote``. Requests time out, are retried with back-off while the server is
-unreachable or busy, and end in one ``KgragError`` that says what to do.
+``allow_remote``. A request's ``timeout_s`` bounds it whole, headers and body
+(``kgrag.models.bounded_http``); requests are retried with back-off while the server is
+unreachable, busy or out of time, and end in one ``KgragError`` that says what to do.
+A reply is read up to what ``max_tokens`` can take and checked field by field before
+``CachedLLM`` caches it (``kgrag.models.server_reply``): a broken server is an error
+now, never a cached answer that later runs replay.
 
 Log-probability scoring (ARK) is refused before the step that scores starts
 (``no_scoring``). Constraints use the standard request fields. A JSON-schema output is asked for with
