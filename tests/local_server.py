@@ -57,6 +57,13 @@ class LocalServer:
         self.process.wait(30)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Nothing printed: a client hanging up mid-reply is what the tests provoke."""
+
+
 @dataclass
 class Reply:
     """What the fake server sends: ``status``, then ``head`` (the raw status line and
@@ -94,8 +101,7 @@ class FakeServer:
         self.requests: list[tuple[str, str]] = []  # (method, path)
         self.sent = 0  # body bytes written, all replies together
         self.stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
         threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
         self._timer = threading.Timer(lifetime_s, self.stop)

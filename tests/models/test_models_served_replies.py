@@ -8,6 +8,10 @@ of it is cached, so a rerun against a good server asks again and gets a real ans
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -20,7 +24,7 @@ from kgrag.models.cache import CallCache
 from kgrag.models.llm import CachedLLM
 from kgrag.models.served import ServerBackend, resolve_llm_entry
 from kgrag.models.server_reply import reply_limit
-from tests.conftest import write_spec
+from tests.conftest import REPO, write_spec
 from tests.local_server import FakeServer, Reply, completion
 
 IDENTITY = "hf:org/fake@0"
@@ -161,3 +165,16 @@ def served_spec(project, name: str, url: str):
         models={"llm": {"server": url, "model": "fake", "identity": IDENTITY}},
         query=[{"name": "bm25", "strategy": "bm25", "budget_tokens": 200}],
         answer={"questions": 1, "max_tokens": 16, "prompt": "chat"})
+
+
+def test_the_reply_fuzz_ends_every_mutant_in_an_answer_or_a_kgrag_error(tmp_path):
+    """``benchmarks/spec_fuzz.py --kind replies`` on 60 mutants (the benchmark runs 1,000)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KGRAG_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "spec_fuzz.py"),
+                           "--kind", "replies", "--mutants", "60", "--seed", "1"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    counts = dict(re.findall(r"^  ([a-z]+) +(\d+)$", done.stdout, flags=re.MULTILINE))
+    assert counts["failed"] == counts["hung"] == "0"
+    assert int(counts["answered"]) > 0 and int(counts["refused"]) > 0
