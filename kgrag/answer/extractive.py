@@ -2,17 +2,22 @@
 
 Choosing token by token under a grammar of the candidates does not work with a small
 model: greedy decoding opens with "The" and is then locked into whichever candidate
-starts so ("The idea"). Here each whole candidate is scored instead: its
-log-probability as the continuation of the ordinary answer prompt (the same instruction,
-worked example and context as a free answer), normalised by its length in tokens to the
-power ``LENGTH_NORMALISATION``, so that a long span is not lost for having more tokens
-to pay for. The prompt is evaluated once and only the candidates' tokens after it
-(``CachedLLM.scores`` shares the prefix), and every score is cached like any call.
+starts so ("The idea"). Here each whole candidate is scored instead, as the continuation
+of the ordinary answer prompt (the same instruction, worked example and context as a free
+answer). A raw log-probability favours what the context makes likely whatever the
+question (a long name whose later tokens copy the context, the title of the first unit),
+so each candidate's is calibrated by the same candidate's log-probability after the same
+prompt with the question left empty: the score is how much the question raises the
+candidate (pointwise mutual information with the question), summed over its tokens. On
+the dev halves this beat the mean and the sum of the raw log-probabilities on every sample
+(docs/results.md, "The reader"). Both prompts share the context, which ``CachedLLM.scores``
+evaluates once; only the question and the candidates' tokens come after it, and every
+score is cached like any call.
 
 The answer is the best-scoring span, verbatim, and it cites every unit shown that holds
 it (up to ``MAX_CITATIONS``), so a citation is true by construction. A yes/no question
-is answered by the better of " Yes" and " No" (a judgement, which cites nothing). A
-context with no candidate gets the escape, "Insufficient information.".
+is answered by the better of " Yes" and " No", scored the same way (a judgement, which
+cites nothing). A context with no candidate gets the escape, "Insufficient information.".
 
 The prompt is the completion rendering whatever ``answer.prompt`` says: a score is the
 probability of text continuing a text, and a chat template's turn markers would be
@@ -28,9 +33,6 @@ from kgrag.answer.generate import INSUFFICIENT, MAX_CITATIONS, completion_prompt
 from kgrag.answer.spans import YES_NO, candidates, read_question, units_holding
 from kgrag.models.llm import CachedLLM, Score
 
-# Chosen on the dev halves (docs/results.md, "Extractive answers"): 1 is the mean
-# log-probability per token, 0 the span's total.
-LENGTH_NORMALISATION = 1.0
 DEFAULT_CANDIDATES = 24
 
 
@@ -47,8 +49,16 @@ class Extracted:
     tokens_in: int
 
 
-def _value(mean: float, tokens: int) -> float:
-    return mean * tokens ** (1.0 - LENGTH_NORMALISATION)
+def _calibrated(llm: CachedLLM, units: Sequence[str], question: str,
+                targets: Sequence[str]) -> tuple[list[float], int]:
+    """Each target's summed log-probability after the answer prompt less the same after
+    the prompt without its question, and the tokens that cost."""
+    context = "\n\n".join(units)
+    asked, blank = completion_prompt(context, question), completion_prompt(context, "")
+    scores = llm.scores([(asked, t) for t in targets] + [(blank, t) for t in targets])
+    with_q, without = scores[:len(targets)], scores[len(targets):]
+    values = [(a.mean - b.mean) * a.target_tokens for a, b in zip(with_q, without)]
+    return values, _tokens_in(with_q) + _tokens_in(without)
 
 
 def _tokens_in(scores: Sequence[Score]) -> int:
@@ -59,17 +69,16 @@ def _tokens_in(scores: Sequence[Score]) -> int:
 def extractive_answer(llm: CachedLLM, units: Sequence[str], question: str, *,
                       limit: int = DEFAULT_CANDIDATES) -> Extracted:
     """The span of ``units`` the LLM scores best as the answer to ``question``."""
-    prompt = completion_prompt("\n\n".join(units), question)
     if read_question(question).yes_no and units:
-        scores = llm.scores([(prompt, f" {word.capitalize()}") for word in YES_NO])
-        best = max(range(2), key=lambda i: _value(scores[i].mean, scores[i].target_tokens))
-        return Extracted(YES_NO[best], [], "judgement", 2, _tokens_in(scores))
+        values, tokens = _calibrated(llm, units, question,
+                                     [f" {word.capitalize()}" for word in YES_NO])
+        best = max(range(2), key=lambda i: values[i])
+        return Extracted(YES_NO[best], [], "judgement", 2, tokens)
     found = candidates(units, question, limit)
     if not found:
         return Extracted(INSUFFICIENT, [], "escape", 0, 0)
-    scores = llm.scores([(prompt, f" {c.text}") for c in found])
-    best = max(range(len(found)),
-               key=lambda i: (_value(scores[i].mean, scores[i].target_tokens), -i))
+    values, tokens = _calibrated(llm, units, question, [f" {c.text}" for c in found])
+    best = max(range(len(found)), key=lambda i: (values[i], -i))
     text = found[best].text
     cited = [i + 1 for i in units_holding(text, units)][:MAX_CITATIONS]
-    return Extracted(text, cited, "span", len(found), _tokens_in(scores))
+    return Extracted(text, cited, "span", len(found), tokens)
