@@ -137,20 +137,20 @@ def _known_question_count(session: Session, intact: bool) -> int | None:
 class RunResult:
     manifest: Manifest
     metrics: dict[str, Any] | None
-    report: Path | None  # report.html, written when the run evaluated
+    report: Path  # report.html: the metrics and questions, or a corpus without questions
 
 
 def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = print) -> RunResult:
-    """Run a spec, reusing every artefact that is still valid; returns manifest and metrics,
-    and writes the run's report when it evaluated."""
+    """Run a spec, reusing every artefact that is still valid; returns manifest and metrics
+    (None when the corpus has no questions), and writes the run's report."""
     session = open_session(spec_path)
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
                         run_dir=session.run_dir, force=force, echo=echo)
-    if "evaluate" not in session.plan.by_name():
-        return RunResult(manifest, None, None)
-    from kgrag.report.page import write_report  # plotly: only for a run that evaluated
+    from kgrag.report.page import write_report  # plotly: only once a run is done
 
-    return RunResult(manifest, read_metrics(session.run_dir), write_report(session.run_dir))
+    evaluated = "evaluate" in session.plan.by_name()
+    return RunResult(manifest, read_metrics(session.run_dir) if evaluated else None,
+                     write_report(session.run_dir))
 
 
 def report(run_dir: str | Path, out: str | Path | None = None) -> Path:

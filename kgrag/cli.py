@@ -72,8 +72,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   "per curriculum stage)")
             print(format_table(result.metrics["training"], TRAINING_COLUMNS))
     print(f"\noutputs: {result.manifest.path.parent}")
-    if result.report is not None:
-        print(f"report: {result.report}")
+    print(f"report: {result.report}")
     return 0
 
 
@@ -235,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="write one self-contained report.html of a finished "
-                       "run: metric bars, sweep curves, graph builds, every question")
+                       "run: metric bars, sweep curves, graph builds, every question with its "
+                       "units' text, the corpus")
     p.add_argument("outputs", metavar="OUTPUTS_DIR", help="the run's folder (outputs/<spec name>)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="the page to write (default: OUTPUTS_DIR/report.html)")
