@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from kgrag.declarations import Config, ExtractionMethod, Param
+from kgrag.declarations import TOKENS_MAX, Config, ExtractionMethod, Param
 from kgrag.graphs.elements import Extraction, Relationship
 from kgrag.graphs.extraction import extract
 from kgrag.graphs.hybrid_extraction import HYBRID_VERSION, LLM_STRENGTH, Related, relate
@@ -213,7 +213,7 @@ EXTRACTION_COMMON = (
 )
 EXTRACTION_METHODS: dict[str, ExtractionMethod] = {method.name: method for method in (
     ExtractionMethod("llm", "one constrained LLM call per chunk.", (
-        Param("max_tokens", {"type": ["integer", "null"], "minimum": 64},
+        Param("max_tokens", {"type": ["integer", "null"], "minimum": 64, "maximum": TOKENS_MAX},
               "output token cap; null derives one from the item caps that a complete output "
               "never reaches (a cut-off output could not parse).", default=None),
         Param("max_entities", {"type": "integer", "minimum": 1, "maximum": 50},

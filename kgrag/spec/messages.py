@@ -9,7 +9,7 @@ from typing import Any
 
 from jsonschema import ValidationError
 
-from kgrag.spec.reading import AMBIGUOUS_NUMBER, quote, show
+from kgrag.spec.reading import AMBIGUOUS_BOOLEAN, AMBIGUOUS_NUMBER, quote, show
 from kgrag.spec.schema import VALIDATOR
 
 _CLOSE = 0.7  # difflib similarity for "did you mean"; 0.6 pairs 'base' with 'answer'
@@ -63,8 +63,12 @@ def _type_message(schema: dict[str, Any], value: Any) -> str:
     expected = f"expected {_expected_types(schema)}, got {show(value)}"
     if isinstance(value, str) and AMBIGUOUS_NUMBER.match(value) and (
             "integer" in names or "number" in names):
-        return (f"{expected}: YAML versions disagree on a leading 0 (octal) and on colons "
-                "(base 60); write the number in plain decimal")
+        return (f"{expected}: YAML versions disagree on a leading 0 (octal), on colons "
+                "(base 60), on 0b (binary) and on underscores; write the number in plain "
+                "decimal")
+    if isinstance(value, str) and AMBIGUOUS_BOOLEAN.match(value) and "boolean" in names:
+        return (f"{expected}: YAML versions disagree on yes, no, on and off (booleans to "
+                "YAML 1.1, text to YAML 1.2); write true or false")
     return expected
 
 
