@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kgrag.errors import KgragError, interrupted, stop_on_sigterm
+from kgrag.errors import KgragError, SpecProblems, interrupted, one_line, stop_on_sigterm
 
 if TYPE_CHECKING:
     from kgrag.api import Citation, Evidence, Querier, QueryResult
@@ -30,9 +30,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         problems = check_spec(path)
         if problems:
             failed = True
-            print("\n".join(problems), file=sys.stderr)
+            print("\n".join(one_line(problem) for problem in problems), file=sys.stderr)
         else:
-            print(f"{path}: ok")
+            print(f"{one_line(path)}: ok")
     return EXIT_USER_ERROR if failed else 0
 
 
@@ -302,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except KgragError as exc:
-        print(f"kgrag: error: {exc}", file=sys.stderr)
+        lines = exc.problems if isinstance(exc, SpecProblems) else [str(exc)]
+        print("kgrag: error: " + "\n".join(one_line(line) for line in lines), file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt as stop:
         print(interrupted(stop), file=sys.stderr)

@@ -41,6 +41,9 @@ COUNT_MAX = 10**9  # questions, documents, chunks, steps: more than one machine 
 ITEMS_MAX = 100_000  # units, entities, triples or candidates one question or example weighs
 WIDTH_MAX = 65_536  # batch sizes, layer widths, attention heads, LoRA ranks and α
 ROUNDS_MAX = 10_000  # epochs, iterations, hops, layers
+PLAIN_TEXT = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]*$"
+"""The pattern of a path or a model name: no control character (a line break, a tab), which
+no file or model needs and which would split the message that names it."""
 
 
 @dataclass(frozen=True)

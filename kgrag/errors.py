@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,31 @@ DENIED = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitt
 
 class KgragError(Exception):
     """A user-facing error with a message that says what to fix."""
+
+
+class SpecProblems(KgragError):
+    """Every problem of a spec file, each one line (``kgrag.spec.load``): the one error
+    whose message is several lines, one per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+# Characters that would split a message's line or garble the terminal showing it: C0 and
+# C1 controls (a line break, a tab, an escape), line and paragraph separators, and the
+# surrogates a file name that is not UTF-8 decodes to, which no output can encode.
+_UNSHOWABLE = frozenset({"Cc", "Zl", "Zp", "Cs"})
+
+
+def one_line(text: str) -> str:
+    """``text`` with those characters escaped as Python writes them (``\\n``, ``\\x1b``,
+    ``\\udcff``), so that a value holding one (a path with a line break) keeps the message
+    on one line and says what it holds."""
+    if text.isprintable():
+        return text
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) in _UNSHOWABLE else c
+                   for c in text)
 
 
 def stop_on_sigterm() -> None:

@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from kgrag.errors import one_line
+
 KeyPath = tuple[Any, ...]
 
 _YAML_TAG = "tag:yaml.org,2002:"
@@ -296,7 +298,8 @@ def show(value: Any) -> str:
     """Show a value as YAML/JSON would write it, shortened if long."""
     if isinstance(value, float) and not math.isfinite(value):
         return ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    # JSON escapes only C0 controls; C1 ones and line separators are escaped too
+    text = one_line(json.dumps(value, ensure_ascii=False, default=str))
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
 
 

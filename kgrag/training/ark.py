@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from kgrag.declarations import (
     COUNT_MAX,
     ITEMS_MAX,
+    PLAIN_TEXT,
     ROUNDS_MAX,
     SEED_MAX,
     WIDTH_MAX,
@@ -100,7 +101,7 @@ def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[
 DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine-tuned on "
                              "LLM answer-alignment positives with a three-stage curriculum "
                              "of KG-augmented hard negatives (InfoNCE).", (
-    Param("base", {"type": "string", "minLength": 1},
+    Param("base", {"type": "string", "minLength": 1, "pattern": PLAIN_TEXT},
           "the embedder to fine-tune: a bundled name or a sentence-transformers folder.",
           default="all-MiniLM-L6-v2"),
     *SPLIT_PARAMS,

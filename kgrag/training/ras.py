@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from kgrag.declarations import (
     COUNT_MAX,
+    PLAIN_TEXT,
     ROUNDS_MAX,
     SEED_MAX,
     TOKENS_MAX,
@@ -67,7 +68,7 @@ DECLARATION = TrainingMethod("ras", "RAS: a Graph-LLM (TransformerConv graph enc
     Param("heldback", {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
           "share of those questions whose samples are held back from training to measure "
           "planner label accuracy (trained vs few-shot).", default=0.2),
-    Param("embedder", {"type": "string", "minLength": 1},
+    Param("embedder", {"type": "string", "minLength": 1, "pattern": PLAIN_TEXT},
           "the embedder of node and edge texts (the paper's Sentence-BERT).",
           default="all-MiniLM-L6-v2"),
     Param("layers", LAYERS, "Graph Transformer (TransformerConv) layers.", default=3),

@@ -208,6 +208,17 @@ def test_a_real_full_or_read_only_cache_folder_keeps_its_calls(tmp_path, disk, c
     assert CallCache(folder).stats().entries == 50  # the folder itself, never mounted over
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_that_takes_no_file_is_not_called_full():
+    """Was: "no space left on its disk" for /proc, whose file system counts no blocks."""
+    with pytest.raises(KgragError) as raised:
+        CallCache(Path("/proc"))
+    message = str(raised.value)
+    assert message.startswith("cannot write the model-call cache at /proc: it takes no new "
+                              "file: no such file or directory") and keeps_the_cache(message)
+    assert "no space" not in message
+
+
 # --- claims: a call another process is computing is waited for, not paid twice ---
 
 TWO_PROCESSES = """

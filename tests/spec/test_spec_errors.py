@@ -687,3 +687,31 @@ def test_answers_that_need_a_context_of_chunks_are_refused_by_validate(
     path = write(tmp_path, VALID_HEAD, "query:\n", query, f"answer: {answer}\n")
     problems = check_spec(path)
     assert len(problems) == 1 and problems[0].startswith(f"{path}:{line}: {message}")
+
+
+@pytest.mark.parametrize(("extra", "line", "where", "shown"), [
+    ("", 4, "corpus.path", '"\\n"'),
+    ("extraction: {model: \"a\\nb\"}\n", 5, "extraction.model", '"a\\nb"'),
+    ("models:\n  llm: {model: \"x\\ty.gguf\"}\n", 6, "models.llm.model", '"x\\ty.gguf"'),
+    ("models:\n  embedder: {model: \"e\\rm\"}\n", 6, "models.embedder.model", '"e\\rm"'),
+    ("cache: {dir: \"c\\u2028d\"}\n", 5, "cache.dir", '"c\\u2028d"'),
+    ("outputs: \"o\\eu\"\n", 5, "outputs", '"o\\u001bu"'),
+    ("query:\n  - {name: d, strategy: naive, embedder: \"m\\n\"}\n", 6, "query[0].embedder",
+     '"m\\n"'),
+    ("training:\n  - {name: t, method: ark, base: \"b\\n\"}\n", 6, "training[0].base", '"b\\n"'),
+], ids=["corpus-path", "extraction-model", "llm", "embedder", "cache", "outputs", "strategy",
+        "training"])
+def test_a_control_character_in_a_path_or_model_name_is_refused(
+        tmp_path: Path, extra: str, line: int, where: str, shown: str) -> None:
+    """Was: valid, then a message split over two lines at the dry run."""
+    head = VALID_HEAD.replace("data/musique.jsonl", '"\\n"') if where == "corpus.path" else VALID_HEAD
+    path = write(tmp_path, head, extra)
+    assert check_spec(path) == [
+        (f"{path}:{line}: {where}: must not hold a control character (a line break, a tab…) "
+        f"in a path or a model name, got {shown}")]
+
+
+def test_a_served_model_missing_a_key_says_which(tmp_path: Path) -> None:
+    """Was: "... is not valid under any of the given schemas"."""
+    path = write(tmp_path, VALID_HEAD, "extraction: {model: {server: 'http://h', model: m}}\n")
+    assert check_spec(path) == [f"{path}:5: extraction.model: missing required key 'identity'"]
