@@ -36,6 +36,12 @@ class KgragError(Exception):
     """A user-facing error with a message that says what to fix."""
 
 
+class Refused(KgragError):
+    """A problem of one request alone (a question too long for the model's context, or
+    not text), which the next request need not share: a session answering many (``kgrag
+    query`` reading standard input) refuses that one and goes on."""
+
+
 class SpecProblems(KgragError):
     """Every problem of a spec file, each one line (``kgrag.spec.load``): the one error
     whose message is several lines, one per problem."""
@@ -68,6 +74,31 @@ def stop_on_sigterm() -> None:
     by whoever started kgrag stays ignored, as Python leaves an ignored Ctrl-C."""
     if signal.getsignal(signal.SIGTERM) != signal.SIG_IGN:
         signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+class CtrlC(KeyboardInterrupt):
+    """Ctrl-C (SIGINT alone, not SIGTERM) inside ``ctrl_c_raises``, for a command that gives
+    it a meaning of its own: ``kgrag query`` abandons an answer and goes back to its
+    prompt, where a SIGTERM still stops it."""
+
+
+@contextmanager
+def ctrl_c_raises() -> Iterator[None]:
+    """Within the block, Ctrl-C raises ``CtrlC``, also in a read that waits (a prompt).
+
+    Python's own handler is installed for SIGINT here, whose signal interrupts a read.
+    polars installs a handler of its own in its place when imported, which passes the
+    signal on to Python's but asks the system to resume an interrupted read (SA_RESTART):
+    under it, Python saw a Ctrl-C at a prompt only once a line or the end of input came.
+    The handler found before is put back at the end (Python's, without polars')."""
+    def stop(_signal: int, _frame: object) -> None:
+        raise CtrlC
+
+    before = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def interrupted(stop: KeyboardInterrupt) -> str:

@@ -288,6 +288,19 @@ def test_a_claim_left_by_a_killed_process_does_not_block(cache):
     assert cache.stats().entries == 1  # claims are not entries
 
 
+def test_a_claim_this_process_left_in_an_abandoned_call_does_not_block(cache, monkeypatch):
+    """A Ctrl-C between claiming and releasing (``kgrag query`` abandoning an answer) left
+    a claim of this live process, which it would have waited for an hour."""
+    monkeypatch.setattr(cache_module, "CLAIM_TTL_S", 2.0)
+    key = request_key("llm", {"prompt": "abandoned"})
+    assert cache._claim([key]) == {key}  # claimed, never released: the call was abandoned
+    cache_module.abandon_claims()
+    started = time.monotonic()
+    payload, computed = one(cache, key, {"text": "ours"})
+    assert (payload, computed) == ({"text": "ours"}, True) and time.monotonic() - started < 1
+    assert f"claim:{key}" not in cache._cache
+
+
 @pytest.mark.parametrize(("cores", "others", "threads"), [
     (2, 0.0, 2), (2, 0.2, 2), (2, 0.9, 1), (2, 1.8, 1), (2, 3.5, 1), (4, 1.0, 3), (4, 2.9, 1)])
 def test_llama_threads_are_the_cores_others_leave_free(cores, others, threads, monkeypatch):
