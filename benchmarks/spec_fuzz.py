@@ -10,12 +10,13 @@ use), a string ending in a line break or holding a control character, an unknown
 huge thread count, a number or boolean that YAML 1.1 and 1.2 read differently, a metric
 cut-off past any corpus, a value nested deep, or a bad corpus (a symbolic-link loop, a
 line nested 100,000 deep, a folder, a FIFO, an empty, binary or non-UTF-8 file, rows
-that cannot be asked, surrogate or oversized JSON values, a path no system takes). It runs ``kgrag validate`` and then ``kgrag run
---dry-run`` through the CLI's ``main``, error handler included; a mutant whose corpus
-changed and that plans also runs the run's first step, the corpus import. Prints the
-count of each outcome, and each failure: an exception past the error handler, a
-traceback printed, a dry run that plans what validation refused, or a step still
-running after ``--limit`` seconds. Exits 1 if there was any.
+that cannot be asked, surrogate or oversized JSON values, a path no system takes). It
+runs ``kgrag validate`` and then ``kgrag run --dry-run`` through the CLI's ``main``,
+error handler included; a mutant whose corpus changed and that plans also runs the run's
+first step, the corpus import. Prints the count of each outcome, and each failure: an
+exception past the error handler, a traceback printed, a dry run that plans what
+validation refused, or a step still running after ``--limit`` seconds. Exits 1 if there
+was any.
 
 ``--kind replies`` fuzzes what a model server answers instead (``reply_fuzz``).
 """

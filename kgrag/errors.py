@@ -90,10 +90,14 @@ def ctrl_c_raises() -> Iterator[None]:
     polars installs a handler of its own in its place when imported, which passes the
     signal on to Python's but asks the system to resume an interrupted read (SA_RESTART):
     under it, Python saw a Ctrl-C at a prompt only once a line or the end of input came.
-    The handler found before is put back at the end (Python's, without polars')."""
+    The handler found before is put back at the end (Python's, without polars'). A Ctrl-C
+    ignored by whoever started kgrag (``nohup … &``) stays ignored."""
     def stop(_signal: int, _frame: object) -> None:
         raise CtrlC
 
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        yield
+        return
     before = signal.signal(signal.SIGINT, stop)
     try:
         yield
