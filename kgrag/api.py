@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from kgrag.contents.chunks import count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
 from kgrag.contents.metrics import METRICS, read_metrics
 from kgrag.corpus.sources import chunk_sources
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, Refused
 from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, PIPELINE
 from kgrag.models import Models
 from kgrag.models.backend import LLMBackend
@@ -39,6 +40,8 @@ from kgrag.steps.step import Counts
 from kgrag.training import TRAINING_METHODS
 
 Echo = Callable[[str], None]
+CHARS_PER_TOKEN = 4  # about what an English token holds: a longer question fills n_ctx alone
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,7 @@ class Querier:
     def retrieve(self, question: str) -> Evidence:
         """What the strategy retrieves for ``question`` (no LLM call unless the strategy
         itself makes one)."""
+        self._check(question)
         models = self.session.models
         vector = models.embedder_of(self.step.config["embedder"]).encode([question])[0]
         started = time.perf_counter()
@@ -240,6 +244,23 @@ class Querier:
                         context.text, context.trace,
                         [self.sources.get(u, "") for u in context.unit_ids],
                         context_parts(context.unit_ids, context.text, self.contexts))
+
+    def _check(self, question: str) -> None:
+        """Refuse a question no model could take: one holding a character that is no text
+        (a byte that is not UTF-8, read by Python as a lone surrogate, which no tokenizer or
+        cache key encodes), or one longer than the LLM's context window holds even at
+        ``CHARS_PER_TOKEN`` characters a token, so that a line pasted by mistake is
+        refused at once rather than retrieved for and sent to the model."""
+        if not question.isprintable() and (odd := _SURROGATE.search(question)):
+            code = ord(odd.group())  # a byte Python could not decode: U+DC80 to U+DCFF
+            what = f"byte 0x{code - 0xDC00:02x}" if code >= 0xDC80 else f"\\u{code:04x}"
+            raise Refused(f"the question is not UTF-8 text ({what} at character "
+                          f"{odd.start() + 1})")
+        n_ctx = self.session.spec.models["llm"]["n_ctx"]
+        if len(question) > CHARS_PER_TOKEN * n_ctx:
+            raise Refused(f"the question is too long: {len(question):,} characters, more than "
+                          f"the LLM's context window holds (models.llm.n_ctx {n_ctx:,} tokens, "
+                          f"about {CHARS_PER_TOKEN * n_ctx:,} characters); ask a shorter one")
 
     def answer(self, evidence: Evidence) -> QueryResult:
         """The answer to ``evidence.question`` from ``evidence``, as the spec's ``answer``
