@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -179,15 +180,15 @@ def _remember(key: str, sha256: str) -> None:
 
 
 def folder_files(folder: Path) -> list[Path]:
-    """Every file under ``folder``, hidden ones too, sorted: what ``folder_sha256`` hashes
-    (and a bundle copies)."""
+    """Every file under ``folder``, hidden ones too, sorted: what ``folder_sha256`` hashes."""
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
-def folder_sha256(folder: Path) -> str:
-    """One hash over every file of a model folder (names and contents), in sorted order."""
+def folder_sha256(folder: Path, files: Iterable[Path] | None = None) -> str:
+    """One hash over every file of a model folder (names and contents), in sorted order;
+    or over ``files``, those of its files that count (a corpus folder's, say)."""
     digest = hashlib.sha256()
-    for file in folder_files(folder):
+    for file in folder_files(folder) if files is None else files:
         digest.update(str(file.relative_to(folder)).encode() + b"\0")
         digest.update(file_sha256(file).encode())
     return digest.hexdigest()
