@@ -28,7 +28,8 @@ from kgrag.models.cache import CallCache
 from kgrag.pipeline.compile import source_sha256
 from kgrag.spec import Spec, load_spec
 
-CACHE = "cache"
+CACHE = "cache"  # the sealed call cache, and the spec's cache folder (conversions)
+MODELS = "models"  # what resolving models writes (``kgrag.models.registry.unpacking_in``)
 BATCH = 2000  # cache entries stored per transaction
 
 
@@ -51,7 +52,8 @@ def unpack(bundle: Path, folder: Path, corpora: Iterable[Path],
     same bundle, which then resumes), fill the sealed cache and open the spec's models
     (``models_of``); raises ``KgragError`` naming every missing corpus source and every
     model that is missing or differs. Nothing is written before the index is known to
-    name only places inside ``folder`` (``kgrag.bundle.index``)."""
+    name only places inside ``folder`` (``kgrag.bundle.index``), and nothing outside it
+    after: the spec's cache, where the documents' conversions go, is ``folder/cache``."""
     index, members = read_archive(bundle)
     check_index(bundle, index)
     calls = read_calls(bundle, members[CALLS])
@@ -62,7 +64,7 @@ def unpack(bundle: Path, folder: Path, corpora: Iterable[Path],
             target = folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-    spec = load_spec(folder / index["spec"], folder / PROJECT)
+    spec = load_spec(folder / index["spec"], folder / PROJECT).with_cache_dir(folder / CACHE)
     check_spec(bundle, folder, spec, index, members)
     problems = _place_corpora(folder, index["sources"], list(corpora),
                               spec.corpus.get("follow_links", False))

