@@ -14,7 +14,7 @@ from kgrag.answer.parts import Part, context_parts
 from kgrag.answer.reader import read
 from kgrag.bundle.compare import metric_differences
 from kgrag.bundle.pack import BundleSummary, make_bundle
-from kgrag.bundle.replay import unpack
+from kgrag.bundle.replay import MODELS, unpack
 from kgrag.configuration import default_cache_dir
 from kgrag.contents.chunks import count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
@@ -26,7 +26,7 @@ from kgrag.models import Models
 from kgrag.models.backend import LLMBackend
 from kgrag.models.cache import CacheStats, CallCache
 from kgrag.models.executor import LocalExecutor, executor_of
-from kgrag.models.registry import ResolvedModel, bundled_models
+from kgrag.models.registry import ResolvedModel, bundled_models, unpacking_in
 from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.compile import compile_plan, has_questions
 from kgrag.pipeline.integrity import damage
@@ -352,22 +352,26 @@ def replay(bundle_path: str | Path, folder: str | Path, corpora: tuple[Path, ...
            echo: Echo = print) -> ReplayResult:
     """Unpack a bundle into ``folder`` and rerun its spec there on the bundle's calls alone:
     the plan must compile to the bundle's fingerprints, no model is called, and the
-    metrics are compared with the bundle's (timings aside, see ``kgrag.bundle.compare``)."""
-    unpacked = unpack(Path(bundle_path), Path(folder), corpora,
-                      lambda spec, cache: spec_models(spec, cache, strict=False))
-    spec, models = unpacked.spec, unpacked.models
-    try:
-        session = Session(spec, unpacked.cache, models, compile_plan(spec, models))
-        planned = {step.name: step.fingerprint for step in session.plan.steps}
-        if planned != unpacked.index["steps"]:
-            changed = sorted(set(planned.items()) ^ set(unpacked.index["steps"].items()))
-            raise KgragError(f"cannot replay {bundle_path}: the spec compiles to another plan "
-                             f"here (first difference: step {changed[0][0]}); it was made by "
-                             "another kgrag version, whose steps or fingerprints differ")
-        manifest = run_plan(session.plan, spec=session.spec, models=session.models,
-                            run_dir=session.run_dir, echo=echo)
-    finally:
-        unpacked.cache.close()
+    metrics are compared with the bundle's (timings aside, see ``kgrag.bundle.compare``).
+    Everything it writes goes into ``folder``: a model unpacked where its package folder
+    cannot hold it, and the remembered hashes of model files, into ``folder/models``."""
+    with unpacking_in(Path(folder) / MODELS):
+        unpacked = unpack(Path(bundle_path), Path(folder), corpora,
+                          lambda spec, cache: spec_models(spec, cache, strict=False))
+        spec, models = unpacked.spec, unpacked.models
+        try:
+            session = Session(spec, unpacked.cache, models, compile_plan(spec, models))
+            planned = {step.name: step.fingerprint for step in session.plan.steps}
+            if planned != unpacked.index["steps"]:
+                changed = sorted(set(planned.items()) ^ set(unpacked.index["steps"].items()))
+                raise KgragError(f"cannot replay {bundle_path}: the spec compiles to another "
+                                 f"plan here (first difference: step {changed[0][0]}); it was "
+                                 "made by another kgrag version, whose steps or fingerprints "
+                                 "differ")
+            manifest = run_plan(session.plan, spec=session.spec, models=session.models,
+                                run_dir=session.run_dir, echo=echo)
+        finally:
+            unpacked.cache.close()
     usage = [step[kind] for step in manifest.steps for kind in ("llm", "embed")]
     differences = None
     if METRICS in unpacked.members:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -180,6 +180,14 @@ class Spec:
         """
         configured = self.data["cache"]["dir"]
         return self.resolve(configured) if configured else default_cache_dir()
+
+    def with_cache_dir(self, folder: Path) -> Spec:
+        """This spec with its cache in ``folder``, whatever its ``cache.dir`` says: a replay
+        keeps the conversions it caches, like its calls, in its own folder. The cache
+        folder is in no fingerprint."""
+        data = thaw(self.data)
+        data["cache"] = {**data["cache"], "dir": str(folder)}
+        return replace(self, data=freeze(data))
 
 
 def _folder_problem(root: Path, target: Path) -> str | None:

@@ -8,6 +8,12 @@ fails it, while the tar reader alone would stop at the archive's end marker and 
 damage past it. A member changed after packing no longer matches its checksum. (The
 checksums find damage and tampering by hand; they are no signature against someone who
 rewrites the index too.) It is an ordinary tar: ``tar tzf`` lists it.
+
+What no checksum covers is refused by its form: the gzip header is written without a
+file name or time, so it is always the same ten bytes (``GZIP_HEADER``); a second gzip
+stream after the first (two bundles joined) is refused; and a member the index does not
+list is refused by its tar header, before a byte of it is read, so a crafted bundle
+cannot make the replay read a gigabyte it will refuse anyway.
 """
 
 from __future__ import annotations
@@ -17,16 +23,24 @@ import hashlib
 import io
 import json
 import os
+import posixpath
+import re
 import tarfile
 import zlib
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from kgrag.errors import KgragError
 
 FORMAT = 1
 INDEX = "bundle.json"
 SEAL = "bundle.sha256"
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # deflate, no name, time 0, level 9
+# Bundles written before the header was fixed carry the tar's file name (and a time, which
+# nothing checks): the name is printable ASCII, so a byte flipped in it is found.
+NAMED_HEADER = re.compile(rb"\x1f\x8b\x08\x08....[\x00\x02\x04]\xff[\x20-\x7e]+\x00", re.DOTALL)
+MAX_INDEX_BYTES = 64 * 2**20  # about 100 bytes a listed file: over half a million files
+CHUNK = 2**20
 
 
 def sha256(data: bytes) -> str:
@@ -41,7 +55,10 @@ def write_archive(path: Path, index: dict[str, Any], members: dict[str, bytes]) 
     head = (json.dumps(index, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
     tmp = path.with_name(f".tmp-{path.name}")
     try:
-        with tarfile.open(tmp, "w:gz") as tar:
+        with (open(tmp, "wb") as raw,
+              gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=raw,
+                            mtime=0) as packed,
+              tarfile.open(fileobj=packed, mode="w") as tar):
             for name, data in [(INDEX, head), *sorted(members.items()),
                                (SEAL, sha256(head).encode())]:
                 info = tarfile.TarInfo(name)
@@ -54,30 +71,51 @@ def write_archive(path: Path, index: dict[str, Any], members: dict[str, bytes]) 
     return head
 
 
+class _Inflated:
+    """The one gzip stream of a file, read as the tar reader asks (``read``), its
+    trailer checked by zlib; ``finish`` reads it to its end and refuses anything after."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        self.ready = bytearray()
+
+    def read(self, size: int) -> bytes:
+        while len(self.ready) < size and not self.inflate.eof:
+            compressed = self.inflate.unconsumed_tail or self.raw.read(CHUNK)
+            if not compressed:
+                raise EOFError("the file ends inside its compressed data")
+            self.ready += self.inflate.decompress(compressed, CHUNK)
+        data = bytes(self.ready[:size])
+        del self.ready[:size]
+        return data
+
+    def finish(self) -> None:
+        while self.read(CHUNK):
+            pass
+        if self.inflate.unused_data or self.raw.read(1):
+            raise EOFError("data follows the end of its gzip stream: two files joined?")
+
+
 def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The index and the members of a bundle (index and seal included), every checksum
     verified; a damaged, truncated or altered bundle is one ``KgragError``."""
-    members: dict[str, bytes] = {}
     try:
-        with gzip.open(path, "rb") as stream, tarfile.open(fileobj=stream, mode="r:") as tar:
-            for info in tar:
-                handle = tar.extractfile(info) if info.isfile() else None
-                if handle is None:
-                    raise KgragError(f"bundle {path} holds {info.name!r}, which is not a plain "
-                                     "file; it was not made by kgrag bundle")
-                members[info.name] = handle.read()
-            while stream.read(2**20):  # to the gzip trailer, which checks the CRC and length
-                pass
+        with open(path, "rb") as raw:
+            head = raw.read(4096)
+            if not (head.startswith(GZIP_HEADER) or NAMED_HEADER.match(head)):
+                raise _damaged(path, "its gzip header is not the one kgrag bundle writes")
+            raw.seek(0)
+            stream = _Inflated(raw)
+            with tarfile.open(fileobj=stream, mode="r|") as tar:
+                index, members = _members(path, tar)
+            stream.finish()
     except FileNotFoundError:
         raise KgragError(f"bundle {path} does not exist") from None
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise KgragError(f"bundle {path} is truncated or damaged ({exc}); copy it again or "
-                         "make it again with kgrag bundle") from None
-    if INDEX not in members:
-        raise KgragError(f"{path} is not a kgrag bundle (it holds no {INDEX})")
+        raise _damaged(path, str(exc)) from None
     if members.get(SEAL, b"").decode(errors="replace") != sha256(members[INDEX]):
         raise _altered(path, INDEX)
-    index = json.loads(members[INDEX])
     if index.get("format") != FORMAT:
         raise KgragError(f"bundle {path} has format {index.get('format')!r}; this kgrag reads "
                          f"format {FORMAT}")
@@ -85,11 +123,66 @@ def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     for name in sorted(set(members) - {INDEX, SEAL} | set(files)):
         if name not in files or name not in members or sha256(members[name]) != files[name]:
             raise _altered(path, name)
-        if PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts:
+        if not inside(name):
             raise KgragError(f"bundle {path} names a file outside its folder: {name!r}")
     return index, members
 
 
-def _altered(path: Path, member: str) -> KgragError:
-    return KgragError(f"bundle {path} is damaged or was altered: {member} does not match its "
-                      "checksum; copy it again or make it again with kgrag bundle")
+def inside(name: str) -> bool:
+    """Whether a name in a bundle is a plain relative path that stays in the folder it
+    is unpacked in: no ``..``, no leading ``/``, nothing ``normpath`` would change."""
+    return (name not in ("", ".") and "\0" not in name and not name.startswith("/")
+            and posixpath.normpath(name) == name and ".." not in name.split("/"))
+
+
+def _members(path: Path, tar: tarfile.TarFile) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The index and every member's bytes, in the order written: the index first (read
+    at once, for its list of files), the seal last; each member checked by its tar
+    header before it is read."""
+    index: dict[str, Any] | None = None
+    members: dict[str, bytes] = {}
+    for info in tar:
+        if index is None and info.name != INDEX:
+            raise KgragError(f"{path} is not a kgrag bundle (it does not start with {INDEX})")
+        if not info.isfile():
+            raise KgragError(f"bundle {path} holds {info.name!r}, which is not a plain "
+                             "file; it was not made by kgrag bundle")
+        if SEAL in members or info.name in members:
+            raise _altered(path, info.name, "comes twice, or after the seal")
+        limit = {INDEX: MAX_INDEX_BYTES, SEAL: 64}.get(info.name)
+        if limit is None and info.name not in index["files"]:
+            raise _altered(path, info.name, f"is not listed in {INDEX}")
+        if limit is not None and info.size > limit:
+            raise _altered(path, info.name, f"is {info.size} bytes, more than {limit}")
+        handle = tar.extractfile(info)
+        assert handle is not None  # a plain file
+        members[info.name] = handle.read()
+        if index is None:
+            index = _index(path, members[INDEX])
+    if index is None:
+        raise KgragError(f"{path} is not a kgrag bundle (it holds no {INDEX})")
+    return index, members
+
+
+def _index(path: Path, head: bytes) -> dict[str, Any]:
+    """The index, as far as reading the archive needs it: an object whose ``files``
+    maps names to checksums."""
+    try:
+        index = json.loads(head.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deeply
+        raise _altered(path, INDEX, f"is not JSON text ({exc})") from None
+    files = index.get("files") if isinstance(index, dict) else None
+    if not (isinstance(files, dict) and all(isinstance(v, str) for v in files.values())):
+        raise _altered(path, INDEX, "is no index: it must be an object whose 'files' maps "
+                                    "each member's name to its sha256")
+    return index
+
+
+def _damaged(path: Path, why: str) -> KgragError:
+    return KgragError(f"bundle {path} is truncated or damaged ({why}); copy it again or make "
+                      "it again with kgrag bundle")
+
+
+def _altered(path: Path, member: str, why: str = "does not match its checksum") -> KgragError:
+    return KgragError(f"bundle {path} is damaged or was altered: {member} {why}; copy it "
+                      "again or make it again with kgrag bundle")

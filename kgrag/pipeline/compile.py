@@ -20,6 +20,7 @@ from typing import Any
 
 from kgrag.configuration import Spec, thaw
 from kgrag.contents.training import model_dir
+from kgrag.corpus.folder import corpus_files
 from kgrag.corpus.importers import IMPORTERS
 from kgrag.declarations import (
     STRATEGY_COMMON,
@@ -71,14 +72,15 @@ def reads_triples(spec: Spec) -> bool:
             or any(TRAINING_METHODS[t["method"]].evidence == "triples" for t in spec.training))
 
 
-def source_sha256(path: Path, what: str = "corpus path") -> str:
+def source_sha256(path: Path, what: str = "corpus path", follow_links: bool = False) -> str:
     """The content hash of a corpus source, a file or a folder (what fingerprints and
-    bundles identify it by); ``what`` names it in messages."""
+    bundles identify it by): a folder's files as its importer reads them
+    (``kgrag.corpus.folder``); ``what`` names it in messages."""
     try:
         if path.is_file():
             return file_sha256(path)
         if path.is_dir():
-            return folder_sha256(path)
+            return folder_sha256(path, corpus_files(path, follow_links).files)
     except OSError as exc:  # a name too long, a folder we may not read
         raise KgragError(f"{what} cannot be read: {exc.strerror}: {path}") from None
     if path.exists():  # reading a FIFO would wait for a writer
@@ -91,7 +93,8 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     """The steps a spec asks for, each fingerprinted from what changes its output."""
     plan = Plan(KINDS)
     corpus = {k: v for k, v in thaw(spec.corpus).items() if k not in ("path", "questions_file")}
-    corpus["source_sha256"] = source_sha256(spec.resolve(spec.corpus["path"]))
+    corpus["source_sha256"] = source_sha256(spec.resolve(spec.corpus["path"]),
+                                            follow_links=spec.corpus.get("follow_links", False))
     if "questions_file" in spec.corpus:  # by content, like the documents; absent otherwise
         corpus["questions_sha256"] = source_sha256(spec.resolve(spec.corpus["questions_file"]),
                                                    "corpus.questions_file")

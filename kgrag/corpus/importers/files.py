@@ -8,8 +8,9 @@ corpus. Its blocks are joined by blank lines, and each block's span becomes a ro
 ``Corpus.sections`` (file, page, heading), so every chunk can say where it came from.
 
 A file that gives no text (encrypted, image-only, corrupt, unsupported, empty, not
-UTF-8) is a row of ``Corpus.sources`` with its failure, and the rest of the folder is
-imported as if it were not there.
+UTF-8), or a symbolic link that leads out of the folder (``kgrag.corpus.folder``), is a
+row of ``Corpus.sources`` with why, and the rest of the folder is imported as if it were
+not there.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import polars as pl
 from kgrag.corpus.convert import CONVERTERS, Block, Converted, Unreadable, convert
 from kgrag.corpus.converted import ConversionCache
 from kgrag.corpus.corpus import SECTION_SCHEMA, SOURCE_SCHEMA, Corpus, make_doc_id
-from kgrag.corpus.importers.documents import hidden, plain_corpus
+from kgrag.corpus.folder import corpus_files
+from kgrag.corpus.importers.documents import hidden, outside_link, plain_corpus
 from kgrag.errors import KgragError
 
 log = logging.getLogger(__name__)
@@ -38,12 +40,10 @@ def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache 
     if not path.is_dir():
         raise KgragError(f"dataset 'documents' expects a folder of "
                          f"{', '.join(sorted(CONVERTERS))} files, not {path}")
-    files = sorted(f.relative_to(path).as_posix() for f in path.rglob("*") if f.is_file())
-    sources: list[dict[str, Any]] = []
+    listing = corpus_files(path, cfg.get("follow_links", False))
+    sources = [outside_link(name) for name in _visible(path, listing.outside)]
     converted: dict[str, Converted] = {}
-    for name in files:
-        if hidden(name):
-            continue
+    for name in _visible(path, listing.files):
         result, sha256, status = _convert(path / name, cache)
         if isinstance(result, Unreadable):
             log.warning("documents: skipped %s: %s", name, result)
@@ -70,7 +70,13 @@ def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache 
             sections.extend(_sections(doc_id, name, document.blocks))
     return Corpus(documents=corpus.documents, questions=corpus.questions,
                   sections=pl.DataFrame(sections, schema=SECTION_SCHEMA),
-                  sources=pl.DataFrame(sources, schema=SOURCE_SCHEMA))
+                  sources=pl.DataFrame(sorted(sources, key=lambda row: row["file"]),
+                                       schema=SOURCE_SCHEMA))
+
+
+def _visible(folder: Path, files: list[Path]) -> list[str]:
+    """The paths relative to ``folder`` of those ``files`` that are not hidden, sorted."""
+    return sorted(name for f in files if not hidden(name := f.relative_to(folder).as_posix()))
 
 
 def _convert(file: Path, cache: ConversionCache | None

@@ -1,0 +1,214 @@
+"""Bundles crafted or altered by someone else, checksums and seal made to match: every
+one is refused with one ``kgrag: error:`` line and exit 2, before the replay writes
+anything, and never writes outside the replay folder."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kgrag.bundle.archive import INDEX, SEAL
+from kgrag.cli import main
+from tests.bundle.test_bundle_replay import SECTIONS, run_cli
+from tests.conftest import REPO, make_project, write_spec
+from tests.standin import RuleLLM, run_with
+
+CORPUS = "project/corpus.jsonl"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> tuple[Path, Path]:
+    """A finished tiny run's spec and its bundle, made once for the module."""
+    root = tmp_path_factory.mktemp("made")
+    project = make_project(root / "proj")
+    spec = write_spec(project, **SECTIONS, cache={"dir": "../calls"})
+    with pytest.MonkeyPatch.context() as patch:  # not the user's default cache folder
+        patch.setenv("KGRAG_CACHE_DIR", str(root / "default-cache"))
+        run_with(spec, RuleLLM())
+        bundle = root / "tiny.tar.gz"
+        assert main(["bundle", str(spec), "-o", str(bundle)]) == 0
+    return spec, bundle
+
+
+def tar_gz(out: Path, entries: list[tuple[str, bytes]], *, name: str = "") -> Path:
+    """A gzip'd tar of ``entries``, its gzip header as ``kgrag bundle`` writes it (or,
+    with ``name``, as bundles did before: naming the file)."""
+    raw = io.BytesIO()
+    with (gzip.GzipFile(filename=name, mode="wb", fileobj=raw, mtime=0) as packed,
+          tarfile.open(fileobj=packed, mode="w") as tar):
+        for member, data in entries:
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    out.write_bytes(raw.getvalue())
+    return out
+
+
+def forge(bundle: Path, out: Path, edit: Callable[[dict], dict | bytes] = lambda i: i,
+          members: dict[str, bytes | None] | None = None) -> Path:
+    """``bundle`` as a forger rewrites it: ``members`` replaced (None: removed), the
+    index's checksums brought up to date, then ``edit``ed (a dict is written as JSON,
+    bytes as they are), and sealed anew."""
+    with tarfile.open(bundle) as tar:
+        entries = {info.name: tar.extractfile(info).read() for info in tar}
+    index = json.loads(entries.pop(INDEX))
+    del entries[SEAL]
+    for name, data in (members or {}).items():
+        entries.pop(name, None) if data is None else entries.update({name: data})
+    index["files"] = {name: hashlib.sha256(data).hexdigest() for name, data in entries.items()}
+    head = edit(index)
+    head = head if isinstance(head, bytes) else json.dumps(head).encode()
+    return tar_gz(out, [(INDEX, head), *entries.items(),
+                        (SEAL, hashlib.sha256(head).hexdigest().encode())])
+
+
+def without(key: str) -> Callable[[dict], dict]:
+    return lambda index: {k: v for k, v in index.items() if k != key}
+
+
+def edited(change: Callable[[dict], object]) -> Callable[[dict], dict]:
+    def edit(index: dict) -> dict:
+        change(index)
+        return index
+    return edit
+
+
+def first_source(**fields) -> Callable[[dict], dict]:
+    return edited(lambda index: index["sources"][0].update(fields))
+
+
+def refused(capsys, bundle: Path, folder: Path, *flags: str) -> str:
+    """The one error line of replaying ``bundle`` into ``folder``, which stays unmade."""
+    code, _, err = run_cli(capsys, "replay", str(bundle), "--dir", str(folder), *flags)
+    assert code == 2 and err.startswith("kgrag: error: ") and len(err.splitlines()) == 1, err
+    assert not folder.exists()
+    return err
+
+
+@pytest.mark.parametrize("edit, members, message", [
+    (lambda i: b'"a bundle"', None, "bundle.json is no index: it must be an object"),
+    (lambda i: b"[]", None, "bundle.json is no index"),
+    (without("files"), None, "bundle.json is no index"),
+    (without("sources"), None, "the index: 'sources' is a required property"),
+    (lambda i: json.dumps(i).encode().replace(b'"tiny"', b'"t\xffny"', 1), None,
+     "bundle.json is not JSON text"),
+    (lambda i: i, {"calls.jsonl": b"not json\n"}, "calls.jsonl line 1 is not JSON"),
+    (lambda i: i, {"calls.jsonl": b'["llm:0123"]\n'},
+     "calls.jsonl line 1 is not a [key, entry] pair"),
+    (edited(lambda i: i.update(spec="project/../../tiny.yaml")), None,
+     "spec 'project/../../tiny.yaml' is not a place inside project/"),
+    (first_source(member="project/../corpus.jsonl"), None, "is not a place inside project/"),
+    (first_source(folder="no"), None, "sources[0].folder: 'no' is not of type 'boolean'"),
+    (lambda i: i, {"cache/cache.db": b"SQLite format 3\0"},
+     "it holds 'cache/cache.db', which kgrag bundle never ships"),
+    (lambda i: i, {"project/outputs/tiny/corpus-0/files.json": b"{}"},
+     "it holds 'project/outputs/tiny/corpus-0/files.json', which kgrag bundle never ships"),
+], ids=["string", "list", "no-files", "no-sources", "not-utf8", "calls-not-json",
+        "calls-one-field", "spec-climbs", "source-climbs", "source-field-type",
+        "into-the-cache", "into-the-run-folder"])
+def test_a_crafted_index_is_one_error_before_any_write(made, tmp_path, capsys, edit, members,
+                                                       message):
+    bundle = forge(made[1], tmp_path / "crafted.tar.gz", edit, members)
+    assert message in refused(capsys, bundle, tmp_path / "replay")
+
+
+def test_a_spec_outside_the_bundle_is_not_replayed(made, tmp_path, capsys):
+    """The spec that made the bundle, named by its absolute path: a replay would run it,
+    on its own corpus, and call it identical."""
+    spec, bundle = made
+    crafted = forge(bundle, tmp_path / "crafted.tar.gz", edited(lambda i: i.update(
+        spec=str(spec))))
+    assert f"spec '{spec}' is not a place inside project/" in refused(
+        capsys, crafted, tmp_path / "replay")
+
+
+def test_a_source_placed_outside_is_refused_by_the_real_command(made, tmp_path):
+    """``kgrag replay --corpus`` of a bundle whose corpus member climbs four folders: the
+    real command, in a process of its own, writes nothing anywhere."""
+    spec, bundle = made
+    crafted = forge(bundle, tmp_path / "crafted.tar.gz",
+                    first_source(member="../../../../elsewhere/SLIP3.jsonl", copied=False),
+                    {CORPUS: None})
+    folder = tmp_path / "a" / "b" / "c" / "d" / "replay"
+    done = subprocess.run(
+        [sys.executable, "-m", "kgrag.cli", "replay", str(crafted), "--dir", str(folder),
+         "--corpus", str(spec.parent.parent / "corpus.jsonl")],
+        check=False, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert list(tmp_path.rglob("SLIP3.jsonl")) == []
+    assert not (tmp_path / "a").exists()  # neither the replay folder nor a/elsewhere/
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "'../../../../elsewhere/SLIP3.jsonl' is not a place inside project/" in done.stderr
+
+
+def test_a_bundle_joined_to_itself_is_refused(made, tmp_path, capsys):
+    bundle = tmp_path / "twice.tar.gz"
+    bundle.write_bytes(made[1].read_bytes() * 2)
+    assert "is truncated or damaged (data follows the end of its gzip stream" in refused(
+        capsys, bundle, tmp_path / "replay")
+
+
+@pytest.mark.parametrize("at", [3, 4, 8, 9])
+def test_a_byte_changed_in_the_gzip_header_is_found(made, tmp_path, capsys, at):
+    """The header carries no checksum of its own: kgrag writes it the same every time
+    (no name, time 0), and refuses any other."""
+    data = bytearray(made[1].read_bytes())
+    data[at] ^= 0xFF
+    bundle = tmp_path / "flipped.tar.gz"
+    bundle.write_bytes(bytes(data))
+    assert "its gzip header is not the one kgrag bundle writes" in refused(
+        capsys, bundle, tmp_path / "replay")
+
+
+def test_a_byte_flipped_in_an_earlier_bundles_file_name_is_found(made, tmp_path, capsys):
+    """Bundles written before the fixed header name their tar in it: still replayed,
+    unless a byte of the name was changed."""
+    with tarfile.open(made[1]) as tar:
+        entries = [(info.name, tar.extractfile(info).read()) for info in tar]
+    named = tar_gz(tmp_path / "named.tar.gz", entries, name=".tmp-tiny.tar.gz")
+    data = bytearray(named.read_bytes())
+    assert data[10:24] == b".tmp-tiny.tar\0"
+    code, out, _ = run_cli(capsys, "replay", str(named), "--dir", str(tmp_path / "fine"))
+    assert code == 0 and "0 model calls" in out
+    data[16] ^= 0xFF
+    named.write_bytes(bytes(data))
+    assert "its gzip header is not the one kgrag bundle writes" in refused(
+        capsys, named, tmp_path / "replay")
+
+
+def test_a_huge_member_outside_the_index_is_refused_by_its_header(made, tmp_path, capsys):
+    """A 1 GiB member the index does not list: its tar header is enough to refuse it, so
+    its data is never read (here there is none: the file ends after its first MiB)."""
+    with tarfile.open(made[1]) as tar:
+        entries = [(info.name, tar.extractfile(info).read()) for info in tar]
+    header = tarfile.TarInfo("project/huge.bin")
+    header.size = 2**30
+    raw = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
+        for name, data in entries[:1]:  # the index
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            packed.write(info.tobuf() + data + bytes(-len(data) % 512))
+        packed.write(header.tobuf() + bytes(2**20))
+    bundle = tmp_path / "huge.tar.gz"
+    bundle.write_bytes(raw.getvalue())
+    assert "project/huge.bin is not listed in bundle.json" in refused(
+        capsys, bundle, tmp_path / "replay")
+
+
+def test_the_bundle_file_is_the_same_for_the_same_run(made, tmp_path):
+    """No time and no name in the gzip header: bundling a run twice gives one file."""
+    spec, bundle = made
+    again = tmp_path / "again.tar.gz"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
+        assert main(["bundle", str(spec), "-o", str(again)]) == 0
+    assert again.read_bytes() == bundle.read_bytes()
