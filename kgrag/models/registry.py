@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-
 from kgrag.errors import KgragError
 
 HASHES = "file-hashes.json"  # in the default cache folder: hashes of large files
