@@ -253,16 +253,22 @@ def _cmd_gc(args: argparse.Namespace) -> int:
 
     found = api.gc(args.spec, dry_run=args.dry_run)
     for name, specs in found.kept.items():
-        print(f"kept {name}: needed by {', '.join(str(s) for s in specs)}")
+        print(f"kept {name}: needed by {', '.join(_shown(s) for s in specs)}")
     for leftover in found.leftovers:
         print(f"  {leftover.path.name:<48} {_size(leftover.size):>10}  {leftover.why}")
     verb = "removed" if found.removed else "would remove (dry run)"
-    print(f"{found.run_dir}: {verb} {len(found.leftovers)} folder(s), {_size(found.size)}")
+    print(f"{_shown(found.run_dir)}: {verb} {len(found.leftovers)} folder(s), "
+          f"{_size(found.size)}")
     return 0
 
 
 def _size(size: int) -> str:
     return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.1f} KiB"
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it is under it."""
+    return str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
 
 
 def build_parser() -> argparse.ArgumentParser:
