@@ -48,10 +48,12 @@ def write_starter(corpus: Path, out: Path | None = None, *, force: bool = False)
     if out.is_dir():
         raise KgragError(f"{out} is a folder; name the spec file to write")
     outputs = find_root(out.parent) / "outputs"
-    if found.path.is_dir() and (found.path in out.parents or found.path in outputs.parents
-                                or outputs == found.path):
-        raise KgragError(f"write the spec outside {found.path} (-o ../{out.name}): the spec "
-                         f"and the run's outputs ({outputs}) would be read as documents of it")
+    if found.path.is_dir() and found.path in out.parents:
+        raise KgragError(f"write the spec outside {found.path} (-o ../{out.name}): it would "
+                         "be read as a document of the corpus")
+    if found.path.is_dir() and found.path in (outputs, *outputs.parents):
+        raise KgragError(f"the run's outputs ({outputs}) would be inside {found.path}, and "
+                         "read as documents of it: write the spec in a project of its own")
     out.parent.mkdir(parents=True, exist_ok=True)
     text = starter_text(found, out)
     staged = out.with_name(f".init-{out.name}")  # checked where it will live: paths resolve
