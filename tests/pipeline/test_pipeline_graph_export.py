@@ -78,6 +78,10 @@ def test_graphml_holds_every_entity_relationship_and_mention(wiki, build, tmp_pa
     titles = dict(zip(chunks["chunk_id"], chunks["title"]))
     assert {n["label"]: n["title"] for n in kinds(graph, "chunk")} == {
         c: titles[c] for ids in entities["source_chunk_ids"] for c in ids}
+    if build != "hug":  # nothing else: the hierarchy adds its modules (next test)
+        assert graph.number_of_nodes() == entities.height + len(kinds(graph, "chunk"))
+        assert graph.number_of_edges() == relationships.height + len(
+            kinds(graph, "mention", "edges"))
     some = entities.row(0, named=True)
     node = graph.nodes[f"entity:{some['name']}"]
     assert node["type"] == some["type"] and node["chunk_ids"] == "; ".join(some["source_chunk_ids"])
