@@ -66,12 +66,14 @@ def answer_all(session: api.Session, table: pl.DataFrame, contexts: list, layout
     out: dict = {"em": [], "f1": [], "kinds": Counter(), "seconds": [], "verbatim": [],
                  "answer_precision": [], "doc_precision": []}
     for question, golds, parts, layout, supporting in zip(
-            table["question"], table["answers"], contexts, layouts,
-            table["supporting_doc_ids"]):
+            table["question"], table["answers"].to_list(), contexts, layouts,
+            table["supporting_doc_ids"].to_list()):
         before = llm.usage.snapshot()
         started = time.perf_counter()
         reply = read(llm, [p.text for p in parts], question, settings, layout)
         seconds = time.perf_counter() - started
+        print(f"  [{mode}] {len(out['em']) + 1}/{table.height} {seconds:.1f}s", file=sys.stderr,
+              flush=True)
         if llm.usage.since(before).cache_hits == 0 and llm.usage.since(before).calls:
             out["seconds"].append(seconds)
         out["em"].append(exact_match(reply.text, golds))
@@ -137,7 +139,7 @@ def main(argv: list[str]) -> None:
     print("|---" * 11 + "|")
     for name, (table, contexts, layouts) in rows.items():
         coverage = np.mean([covers("\n\n".join(p.text for p in parts), golds)
-                            for parts, golds in zip(contexts, table["answers"])])
+                            for parts, golds in zip(contexts, table["answers"].to_list())])
         results = {mode: answer_all(session, table, contexts, layouts, mode, doc_of)
                    for mode in modes}
         for mode, r in results.items():

@@ -2,18 +2,23 @@
 
     python benchmarks/spec_fuzz.py                   # 1,000 mutants, seed 0
     python benchmarks/spec_fuzz.py --mutants 100 --seed 3
+    python benchmarks/spec_fuzz.py --kind replies    # a model server's replies instead
 
 Each mutant is a spec under specs/ (all of them, in turn) with one or two mutations:
-a key deleted, a value of another type, a number out of range, a string ending in a
-line break, an unknown key, a huge thread count, a number that YAML 1.1 and 1.2 read
-differently, a value nested deep, or a bad corpus (a symbolic-link loop, a line nested
-100,000 deep, a folder, a FIFO, an empty, binary or non-UTF-8 file, rows that cannot
-be asked, a path no system takes). It runs ``kgrag validate`` and then ``kgrag run
---dry-run`` through the CLI's ``main``, error handler included; a mutant whose corpus
-changed and that plans also runs the run's first step, the corpus import. Prints the
-count of each outcome, and each failure: an exception past the error handler, a
-traceback printed, a dry run that plans what validation refused, or a step still
-running after ``--limit`` seconds. Exits 1 if there was any.
+a key deleted, a value of another type, a number out of range (or past what a run can
+use), a string ending in a line break or holding a control character, an unknown key, a
+huge thread count, a number or boolean that YAML 1.1 and 1.2 read differently, a metric
+cut-off past any corpus, a value nested deep, or a bad corpus (a symbolic-link loop, a
+line nested 100,000 deep, a folder, a FIFO, an empty, binary or non-UTF-8 file, rows
+that cannot be asked, surrogate or oversized JSON values, a path no system takes). It
+runs ``kgrag validate`` and then ``kgrag run --dry-run`` through the CLI's ``main``,
+error handler included; a mutant whose corpus changed and that plans also runs the run's
+first step, the corpus import. Prints the count of each outcome, and each failure: an
+exception past the error handler, a traceback printed, a dry run that plans what
+validation refused, or a step still running after ``--limit`` seconds. Exits 1 if there
+was any.
+
+``--kind replies`` fuzzes what a model server answers instead (``reply_fuzz``).
 """
 
 from __future__ import annotations
@@ -49,13 +54,20 @@ OTHER_TYPES: tuple[Any, ...] = (
     None, True, False, 0, -1, 1.5, "", "x", "x" * 300, [], [1, 1], {}, {"a": 1},
     float("nan"), float("inf"), 10**400, "\0", "~nobody-here/x", "../" * 30,
 )
-OUT_OF_RANGE: tuple[Any, ...] = (-1, 0, -(10**9), 10**9, 2**63, 1e308, -0.5, 0.5, 1e-300)
+OUT_OF_RANGE: tuple[Any, ...] = (-1, 0, -(10**9), 10**9, 2**63, 1e308, -0.5, 0.5, 1e-300,
+                                 10**20, 2**64, 99_999_999_999, 10**29)
 THREADS: tuple[Any, ...] = (0, -1, 1025, 10**6, 10**9, 2**64, 1.5, "all")
 TEXT = {  # marker value -> the YAML text written in its place
     "@octal@": "0400", "@sexagesimal@": "4:16", "@negative-octal@": "-010",
-    "@sexagesimal-float@": "1:30.5", "@deep-list@": "[" * 5000 + "]" * 5000,
+    "@sexagesimal-float@": "1:30.5", "@binary@": "0b100000000", "@underscored@": "1_024",
+    "@underscored-float@": "1_0.5", "@deep-list@": "[" * 5000 + "]" * 5000,
     "@deep-map@": "{a: " * 5000 + "1" + "}" * 5000,
+    "@yes@": "yes", "@no@": "No", "@on@": "ON", "@off@": "off",
 }
+AMBIGUOUS_NUMBERS = ("@octal@", "@sexagesimal@", "@negative-octal@", "@sexagesimal-float@",
+                     "@binary@", "@underscored@", "@underscored-float@")
+AMBIGUOUS_BOOLEANS = ("@yes@", "@no@", "@on@", "@off@")
+CONTROL_CHARACTERS = ("\n", "\r\n", "\t", "\x1b", "\x85", "\u2028")
 UNKNOWN_KEYS = ("zzz", "nmae", "corpse", "n_thread", "chunkng", "strategy ", "@")
 
 
@@ -103,11 +115,15 @@ def out_of_range(data: Data, rng: random.Random, _bad: dict[str, Path]) -> None:
 
 
 def line_break(data: Data, rng: random.Random, _bad: dict[str, Path]) -> None:
-    """A string, a name when there is one, ends in a line break (or holds one)."""
+    """A string, a name or a path when there is one, ends in a line break or another
+    control character (or holds one)."""
     texts = [(path, value) for path, value in leaves(data) if path and isinstance(value, str)]
-    names = [(path, value) for path, value in texts if path[-1] == "name"]
-    path, value = rng.choice(names if names and rng.random() < 0.7 else texts)
-    put(data, path, rng.choice((value + "\n", value + "\r\n", value + "\n\n", "\n" + value)))
+    named = [(path, value) for path, value in texts
+             if path[-1] in ("name", "path", "model", "embedder", "base", "dir", "outputs")]
+    path, value = rng.choice(named if named and rng.random() < 0.7 else texts)
+    control = rng.choice(CONTROL_CHARACTERS)
+    put(data, path, rng.choice((value + control, value + "\n\n", control + value,
+                                value[:1] + control + value[1:])))
 
 
 def unknown_key(data: Data, rng: random.Random, _bad: dict[str, Path]) -> None:
@@ -127,8 +143,26 @@ def huge_threads(data: Data, rng: random.Random, _bad: dict[str, Path]) -> None:
 def ambiguous_number(data: Data, rng: random.Random, _bad: dict[str, Path]) -> None:
     numbers = [path for path, value in leaves(data)
                if isinstance(value, (int, float)) and not isinstance(value, bool)]
-    marker = rng.choice(("@octal@", "@sexagesimal@", "@negative-octal@", "@sexagesimal-float@"))
-    put(data, rng.choice(numbers) if numbers else ("chunking",), marker)
+    put(data, rng.choice(numbers) if numbers else ("chunking",), rng.choice(AMBIGUOUS_NUMBERS))
+
+
+def ambiguous_boolean(data: Data, rng: random.Random, _bad: dict[str, Path]) -> None:
+    """A boolean (chunking.title when the spec sets none) written yes / no / on / off."""
+    booleans = [path for path, value in leaves(data) if isinstance(value, bool)]
+    if not booleans and not isinstance(data.get("chunking", {}), dict):
+        return
+    path = rng.choice(booleans) if booleans else ("chunking", "title")
+    if not booleans:
+        data.setdefault("chunking", {})
+    put(data, path, rng.choice(AMBIGUOUS_BOOLEANS))
+
+
+def huge_cut_off(data: Data, rng: random.Random, _bad: dict[str, Path]) -> None:
+    """A recall@k or hit@k whose k no corpus reaches."""
+    evaluate = data.setdefault("evaluate", {})
+    if isinstance(evaluate, dict):
+        evaluate["metrics"] = [rng.choice(("recall@", "hit@"))
+                               + rng.choice(("10000", "99999999999999999999", "1" + "0" * 400))]
 
 
 def bad_corpus(data: Data, rng: random.Random, bad: dict[str, Path]) -> None:
@@ -150,7 +184,8 @@ def bad_corpus(data: Data, rng: random.Random, bad: dict[str, Path]) -> None:
 
 MUTATIONS: tuple[Callable[[Data, random.Random, dict[str, Path]], None], ...] = (
     delete_key, other_type, other_type, out_of_range, out_of_range, line_break, line_break,
-    unknown_key, huge_threads, ambiguous_number, bad_corpus, bad_corpus, bad_corpus,
+    unknown_key, huge_threads, ambiguous_number, ambiguous_boolean, huge_cut_off,
+    bad_corpus, bad_corpus, bad_corpus,
 )
 
 
@@ -179,6 +214,31 @@ def bad_corpora(folder: Path, rng: random.Random) -> dict[str, Path]:
         "empty-question.jsonl": musique_with(lambda row: row.update(question="")),
         "support-idx.jsonl": musique_with(
             lambda row: row["question_decomposition"][0].update(paragraph_support_idx=99)),
+        "support-idx-null.jsonl": musique_with(
+            lambda row: row["question_decomposition"][0].update(paragraph_support_idx=None)),
+        "support-idx-float.jsonl": musique_with(
+            lambda row: row["question_decomposition"][0].update(paragraph_support_idx=3.0)),
+        "idx-text.jsonl": musique_with(lambda row: row["paragraphs"][0].update(idx="zero")),
+        "empty-answer.jsonl": musique_with(lambda row: row.update(answer="", answer_aliases=[])),
+        "blank-paragraphs.jsonl": musique_with(
+            lambda row: [p.update(paragraph_text="") for p in row["paragraphs"]]),
+        # surrogate or oversized JSON values: json.dumps writes a lone surrogate as \ud800
+        "surrogate-answer.jsonl": musique_with(lambda row: row.update(answer="x\ud800")),
+        "surrogate-id.jsonl": musique_with(lambda row: row.update(id="\udfff")),
+        "surrogate-title.jsonl": musique_with(
+            lambda row: row["paragraphs"][3].update(title="T\udc80")),
+        "surrogate-alias.jsonl": musique_with(lambda row: row.update(answer_aliases=["\ud83d"])),
+        "surrogate-key.jsonl": musique_with(lambda row: row.update({"\ud800": 1})),
+        "huge-integer.jsonl": musique_with(lambda row: row.update(answer="@huge@")).replace(
+            '"@huge@"', "9" * 5000),
+        "huge-float.jsonl": musique_with(lambda row: row.update(answer="@huge@")).replace(
+            '"@huge@"', "1e99999"),
+        "huge-question.jsonl": musique_with(lambda row: row.update(question="why " * 500_000)),
+        "documents-surrogate.jsonl": '{"id": "a", "text": "Paris\\ud800"}\n',
+        "documents-raw-surrogate.jsonl": b'{"id": "a", "text": "Paris \xed\xa0\x80"}\n',
+        "documents-huge-id.jsonl": '{"id": ' + "7" * 5000 + ', "text": "Lyon."}\n',
+        "documents-huge-text.jsonl": json.dumps({"id": "a", "text": "word " * 2_000_000}) + "\n",
+        "questions-surrogate.jsonl": '{"id": "q", "question": "x\\udc80", "answers": ["x"]}\n',
         "documents.jsonl": '{"id": "a", "text": "Paris is in France."}\n',
         "documents-object-id.jsonl": '{"id": {"a": 1}, "text": "Lyon."}\n',
         "questions-empty.jsonl": '{"id": "q", "question": " ", "answers": ["x"]}\n',
@@ -326,7 +386,14 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=float, default=60.0,
                         help="seconds one command may take before the mutant counts as hung")
+    parser.add_argument("--kind", choices=("specs", "replies"), default="specs",
+                        help="what is mutated: the shipped specs, or a model server's "
+                             "replies (benchmarks/reply_fuzz.py)")
     args = parser.parse_args()
+    if args.kind == "replies":
+        import reply_fuzz
+
+        return reply_fuzz.report(args.mutants, args.seed, min(args.limit, 15.0))
     outcomes, applied, failures = fuzz(args.mutants, args.seed, args.limit)
     specs = len(shipped_specs())
     print(f"\n{args.mutants} mutants of {specs} shipped specs (seed {args.seed})")

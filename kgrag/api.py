@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from kgrag.contents.chunks import count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
 from kgrag.contents.metrics import METRICS, read_metrics
 from kgrag.corpus.sources import chunk_sources
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, Refused
 from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, PIPELINE
 from kgrag.models import Models
 from kgrag.models.backend import LLMBackend
@@ -48,6 +49,8 @@ from kgrag.steps.step import Counts
 from kgrag.training import TRAINING_METHODS
 
 Echo = Callable[[str], None]
+CHARS_PER_TOKEN = 4  # about what an English token holds: a longer question fills n_ctx alone
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -146,20 +149,20 @@ def _known_question_count(session: Session, intact: bool) -> int | None:
 class RunResult:
     manifest: Manifest
     metrics: dict[str, Any] | None
-    report: Path | None  # report.html, written when the run evaluated
+    report: Path  # report.html: the metrics and questions, or a corpus without questions
 
 
 def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = print) -> RunResult:
-    """Run a spec, reusing every artefact that is still valid; returns manifest and metrics,
-    and writes the run's report when it evaluated."""
+    """Run a spec, reusing every artefact that is still valid; returns manifest and metrics
+    (None when the corpus has no questions), and writes the run's report."""
     session = open_session(spec_path)
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
                         run_dir=session.run_dir, force=force, echo=echo)
-    if "evaluate" not in session.plan.by_name():
-        return RunResult(manifest, None, None)
-    from kgrag.report.page import write_report  # plotly: only for a run that evaluated
+    from kgrag.report.page import write_report  # plotly: only once a run is done
 
-    return RunResult(manifest, read_metrics(session.run_dir), write_report(session.run_dir))
+    evaluated = "evaluate" in session.plan.by_name()
+    return RunResult(manifest, read_metrics(session.run_dir) if evaluated else None,
+                     write_report(session.run_dir))
 
 
 def report(run_dir: str | Path, out: str | Path | None = None) -> Path:
@@ -239,6 +242,7 @@ class Querier:
     def retrieve(self, question: str) -> Evidence:
         """What the strategy retrieves for ``question`` (no LLM call unless the strategy
         itself makes one)."""
+        self._check(question)
         models = self.session.models
         vector = models.embedder_of(self.step.config["embedder"]).encode([question])[0]
         started = time.perf_counter()
@@ -249,6 +253,23 @@ class Querier:
                         context.text, context.trace,
                         [self.sources.get(u, "") for u in context.unit_ids],
                         context_parts(context.unit_ids, context.text, self.contexts))
+
+    def _check(self, question: str) -> None:
+        """Refuse a question no model could take: one holding a character that is no text
+        (a byte that is not UTF-8, read by Python as a lone surrogate, which no tokenizer or
+        cache key encodes), or one longer than the LLM's context window holds even at
+        ``CHARS_PER_TOKEN`` characters a token, so that a line pasted by mistake is
+        refused at once rather than retrieved for and sent to the model."""
+        if not question.isprintable() and (odd := _SURROGATE.search(question)):
+            code = ord(odd.group())  # a byte Python could not decode: U+DC80 to U+DCFF
+            what = f"byte 0x{code - 0xDC00:02x}" if code >= 0xDC80 else f"\\u{code:04x}"
+            raise Refused(f"the question is not UTF-8 text ({what} at character "
+                          f"{odd.start() + 1})")
+        n_ctx = self.session.spec.models["llm"]["n_ctx"]
+        if len(question) > CHARS_PER_TOKEN * n_ctx:
+            raise Refused(f"the question is too long: {len(question):,} characters, more than "
+                          f"the LLM's context window holds (models.llm.n_ctx {n_ctx:,} tokens, "
+                          f"about {CHARS_PER_TOKEN * n_ctx:,} characters); ask a shorter one")
 
     def answer(self, evidence: Evidence) -> QueryResult:
         """The answer to ``evidence.question`` from ``evidence``, as the spec's ``answer``

@@ -9,17 +9,29 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
-from kgrag.errors import KgragError, interrupted, stop_on_sigterm
+from kgrag.errors import (
+    CtrlC,
+    KgragError,
+    Refused,
+    SpecProblems,
+    ctrl_c_raises,
+    interrupted,
+    one_line,
+    stop_on_sigterm,
+)
 
 if TYPE_CHECKING:
     from kgrag.api import Citation, Evidence, Querier, QueryResult
 
 EXIT_USER_ERROR = 2
 EXIT_MISMATCH = 1  # a replay whose metrics differ from its bundle's
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 STDIN = "-"  # `kgrag query SPEC -`: the questions are standard input's lines
+SHOWN_CHARS = 1000  # a question echoed longer than this is cut: a pasted page stays off screen
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -30,9 +42,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         problems = check_spec(path)
         if problems:
             failed = True
-            print("\n".join(problems), file=sys.stderr)
+            print("\n".join(one_line(problem) for problem in problems), file=sys.stderr)
         else:
-            print(f"{path}: ok")
+            print(f"{one_line(path)}: ok")
     return EXIT_USER_ERROR if failed else 0
 
 
@@ -72,8 +84,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   "per curriculum stage)")
             print(format_table(result.metrics["training"], TRAINING_COLUMNS))
     print(f"\noutputs: {result.manifest.path.parent}")
-    if result.report is not None:
-        print(f"report: {result.report}")
+    print(f"report: {result.report}")
     return 0
 
 
@@ -92,14 +103,55 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.question != STDIN:
         _ask(querier, args.question)
         return 0
-    if sys.stdin.isatty():
-        print("kgrag: ready; a question per line, Ctrl-D to end", file=sys.stderr)
-    for line in sys.stdin:
-        if line.strip():
-            print(f"question: {line.strip()}")
-            _ask(querier, line.strip())
-            print()
-    return 0
+    with ctrl_c_raises():
+        return _session(querier, sys.stdin)
+
+
+def _session(querier: Querier, stdin: TextIO) -> int:
+    """Answer each line of ``stdin``. A question the models cannot take (too long, not
+    UTF-8) is refused with a line on stderr and the next one read; Ctrl-C during an
+    answer abandons it and goes back to the prompt, Ctrl-C at the prompt ends the session
+    (exit 130)."""
+    from kgrag.models.cache import abandon_claims
+
+    if stdin.isatty():
+        print("kgrag: ready; a question per line, Ctrl-D to end (Ctrl-C stops an answer, "
+              "or at this prompt ends)", file=sys.stderr)
+    lines = _lines(stdin)
+    while True:
+        try:
+            number, line = next(lines)
+        except StopIteration:
+            return 0
+        except CtrlC:
+            print("\nkgrag: query session ended (Ctrl-C)", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        question = line.strip()
+        if not question:
+            continue
+        shown = one_line(question[:SHOWN_CHARS]) + ("…" if len(question) > SHOWN_CHARS else "")
+        print(f"question: {shown}")
+        try:
+            _ask(querier, question)
+        except Refused as refused:
+            print(f"kgrag: error: line {number}: {one_line(str(refused))}", file=sys.stderr)
+        except CtrlC:
+            abandon_claims()  # the answer's call may have left its claim on the cache
+            print("\nkgrag: answer abandoned (Ctrl-C); the next question, or Ctrl-C again "
+                  "to end", file=sys.stderr)
+        print()
+
+
+def _lines(stdin: TextIO) -> Iterator[tuple[int, str]]:
+    """Standard input's lines, numbered from 1, read as bytes where it has them so that a
+    line that is not UTF-8 spoils only itself: its bad bytes become lone surrogates, which
+    the querier refuses (a text stream would fail, or replace them unseen)."""
+    raw = getattr(stdin, "buffer", None)
+    if raw is None:  # already text (a test's StringIO)
+        yield from enumerate(stdin, start=1)
+        return
+    for number, line in enumerate(iter(raw.readline, b""), start=1):
+        yield number, line.decode("utf-8", errors="surrogateescape")
 
 
 def _quiet(line: str) -> None:
@@ -288,7 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("report", help="write one self-contained report.html of a finished "
-                       "run: metric bars, sweep curves, graph builds, every question")
+                       "run: metric bars, sweep curves, graph builds, every question with its "
+                       "units' text, the corpus")
     p.add_argument("outputs", metavar="OUTPUTS_DIR", help="the run's folder (outputs/<spec name>)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="the page to write (default: OUTPUTS_DIR/report.html)")
@@ -381,11 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except KgragError as exc:
-        print(f"kgrag: error: {exc}", file=sys.stderr)
+        lines = exc.problems if isinstance(exc, SpecProblems) else [str(exc)]
+        print("kgrag: error: " + "\n".join(one_line(line) for line in lines), file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt as stop:
         print(interrupted(stop), file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

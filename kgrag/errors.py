@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +36,37 @@ class KgragError(Exception):
     """A user-facing error with a message that says what to fix."""
 
 
+class Refused(KgragError):
+    """A problem of one request alone (a question too long for the model's context, or
+    not text), which the next request need not share: a session answering many (``kgrag
+    query`` reading standard input) refuses that one and goes on."""
+
+
+class SpecProblems(KgragError):
+    """Every problem of a spec file, each one line (``kgrag.spec.load``): the one error
+    whose message is several lines, one per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+# Characters that would split a message's line or garble the terminal showing it: C0 and
+# C1 controls (a line break, a tab, an escape), line and paragraph separators, and the
+# surrogates a file name that is not UTF-8 decodes to, which no output can encode.
+_UNSHOWABLE = frozenset({"Cc", "Zl", "Zp", "Cs"})
+
+
+def one_line(text: str) -> str:
+    """``text`` with those characters escaped as Python writes them (``\\n``, ``\\x1b``,
+    ``\\udcff``), so that a value holding one (a path with a line break) keeps the message
+    on one line and says what it holds."""
+    if text.isprintable():
+        return text
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) in _UNSHOWABLE else c
+                   for c in text)
+
+
 def stop_on_sigterm() -> None:
     """Make SIGTERM (``timeout``, the end of a job queue's turn, ``kill``) stop this
     process as Ctrl-C does: a KeyboardInterrupt, so the clean-up on the way out runs and
@@ -42,6 +74,35 @@ def stop_on_sigterm() -> None:
     by whoever started kgrag stays ignored, as Python leaves an ignored Ctrl-C."""
     if signal.getsignal(signal.SIGTERM) != signal.SIG_IGN:
         signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+class CtrlC(KeyboardInterrupt):
+    """Ctrl-C (SIGINT alone, not SIGTERM) inside ``ctrl_c_raises``, for a command that gives
+    it a meaning of its own: ``kgrag query`` abandons an answer and goes back to its
+    prompt, where a SIGTERM still stops it."""
+
+
+@contextmanager
+def ctrl_c_raises() -> Iterator[None]:
+    """Within the block, Ctrl-C raises ``CtrlC``, also in a read that waits (a prompt).
+
+    Python's own handler is installed for SIGINT here, whose signal interrupts a read.
+    polars installs a handler of its own in its place when imported, which passes the
+    signal on to Python's but asks the system to resume an interrupted read (SA_RESTART):
+    under it, Python saw a Ctrl-C at a prompt only once a line or the end of input came.
+    The handler found before is put back at the end (Python's, without polars'). A Ctrl-C
+    ignored by whoever started kgrag (``nohup … &``) stays ignored."""
+    def stop(_signal: int, _frame: object) -> None:
+        raise CtrlC
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        yield
+        return
+    before = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def interrupted(stop: KeyboardInterrupt) -> str:

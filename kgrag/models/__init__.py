@@ -171,8 +171,11 @@ class Models:
             backend = self._llm_backend
             if backend is None and isinstance(m, ServedModel):
                 backend = ServerBackend(m, self._where(m))
+            # what the cache's counters name it: a served model has no file, so the
+            # server's name for it
+            named = m.name if m.bundled or isinstance(m, ServedModel) else m.path.name
             settings = LLMSettings(
-                name=m.name if m.bundled else m.path.name, path=m.path, sha256=m.sha256,
+                name=named, path=m.path, sha256=m.sha256,
                 n_ctx=c["n_ctx"], temperature=c["temperature"], top_p=c["top_p"],
                 seed=c["seed"], n_threads=c["n_threads"], n_gpu_layers=c["n_gpu_layers"],
                 max_retries=c["max_retries"])

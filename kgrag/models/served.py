@@ -17,8 +17,12 @@ outputs would be cached under another model's name.
 
 Prompts go only to this machine or a private network: a URL whose host is a public
 address (or a name that resolves to one) is refused unless the spec sets
-``allow_remote``. Requests time out, are retried with back-off while the server is
-unreachable or busy, and end in one ``KgragError`` that says what to do.
+``allow_remote``. A request's ``timeout_s`` bounds it whole, headers and body
+(``kgrag.models.bounded_http``); requests are retried with back-off while the server is
+unreachable, busy or out of time, and end in one ``KgragError`` that says what to do.
+A reply is read up to what ``max_tokens`` can take and checked field by field before
+``CachedLLM`` caches it (``kgrag.models.server_reply``): a broken server is an error
+now, never a cached answer that later runs replay.
 
 Log-probability scoring (ARK) is refused before the step that scores starts
 (``no_scoring``). Constraints use the standard request fields. A JSON-schema output is asked for with
@@ -44,11 +48,21 @@ from kgrag.errors import KgragError
 from kgrag.models.addresses import host_of, is_local_host, refuse_public
 from kgrag.models.backend import FIXED_SAMPLING, Completion
 from kgrag.models.registry import ResolvedModel, file_sha256, resolve_llm
+from kgrag.models.server_reply import (
+    LISTING_BYTES,
+    TooLarge,
+    completion_of,
+    json_object,
+    model_names,
+    read_limited,
+    reply_limit,
+)
 
 CONNECT_TIMEOUT_S = 5.0
 ATTEMPTS = 4  # per request, while the server is unreachable or answers "busy"
 BACKOFF_S = 1.0  # doubled after each failed attempt
 BUSY = {429, 502, 503, 504}  # statuses a loading or overloaded server answers
+ERROR_BYTES = 64 * 1024  # what is read of an error's body (its message)
 CONSTRAINTS = ("response_format", "grammar", "guided_grammar")  # kept while another stays
 SERVED_DEFAULTS = {"identity": None, "concurrency": 1, "timeout_s": 600.0,
                    "allow_remote": False}
@@ -157,26 +171,20 @@ class ServerBackend:
         elif request.get("grammar") is not None:
             body |= {"grammar": request["grammar"], "guided_grammar": request["grammar"]}
         path = "/chat/completions" if chat else "/completions"
-        reply = self._constrained(path, body)
-        try:
-            choice = reply["choices"][0]
-            text = (choice["message"]["content"] if chat else choice["text"]) or ""
-            usage = reply.get("usage") or {}
-            return Completion(text=text, tokens_in=int(usage.get("prompt_tokens", 0)),
-                              tokens_out=int(usage.get("completion_tokens", 0)), cached=False)
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise KgragError(f"the server at {self.model.url} answered {path} with no "
-                             f"completion ({type(exc).__name__}: {exc}): is it an "
-                             "OpenAI-compatible API?") from None
+        reply = self._constrained(path, body, reply_limit(request["max_tokens"]))
+        # checked before CachedLLM caches it: a reply of the wrong shape is an error now,
+        # never an answer that every later run replays
+        return completion_of(reply, chat, self._answered(path))
 
-    def _constrained(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """``body`` posted to ``path``. Its constraint is in two fields where both apply
-        (``response_format`` and ``grammar``); a server that rejects one of them, naming
-        it, gets the other alone, from then on."""
+    def _constrained(self, path: str, body: dict[str, Any], limit: int) -> dict[str, Any]:
+        """``body`` posted to ``path`` (a reply of ``limit`` bytes at most). Its
+        constraint is in two fields where both apply (``response_format`` and
+        ``grammar``); a server that rejects one of them, naming it, gets the other
+        alone, from then on."""
         while True:
             sent = {k: v for k, v in body.items() if k not in self._refused_fields}
             try:
-                return self._post(path, sent)
+                return self._send(self._connected(), "POST", path, sent, limit)
             except _Rejected as exc:
                 named = [f for f in CONSTRAINTS if f in sent and re.search(rf"\b{f}\b", exc.text)]
                 if not named or all(f in named for f in CONSTRAINTS if f in sent):
@@ -200,19 +208,21 @@ class ServerBackend:
             if self._client is None:
                 import httpx
 
+                from kgrag.models.bounded_http import BoundedTransport
+
                 host = urlsplit(self.model.url).hostname or ""
                 if not self.model.allow_remote:
                     refuse_public(host, self.model.url, self.where, resolve=True)
                 client = httpx.Client(
+                    transport=BoundedTransport(max(1, self.model.concurrency)),
                     timeout=httpx.Timeout(self.model.timeout_s, connect=CONNECT_TIMEOUT_S),
-                    limits=httpx.Limits(max_connections=max(1, self.model.concurrency)),
                     follow_redirects=False)
-                self._check(self._send(client, "GET", "/models", None))
+                self._check(self._send(client, "GET", "/models", None, LISTING_BYTES))
                 self._client = client
             return self._client
 
     def _check(self, listing: dict[str, Any]) -> None:
-        served = {str(m.get("id")): m for m in listing.get("data") or [] if isinstance(m, dict)}
+        served = model_names(listing, self._answered("/models"))
         entry = served.get(self.model.name)
         if entry is None:
             raise KgragError(
@@ -233,46 +243,64 @@ class ServerBackend:
                     f"sha256:{declared}; its outputs would be cached under another model. "
                     f"Serve the declared model, or declare identity: sha256:{found}")
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._send(self._connected(), "POST", path, body)
+    def _answered(self, path: str) -> str:
+        """How an error about the reply to ``path`` begins."""
+        return f"the server at {self.model.url} answered {path}"
 
-    def _send(self, client: Any, method: str, path: str, body: dict[str, Any] | None
-              ) -> dict[str, Any]:
-        """One request, retried with back-off while the server is unreachable, times out
-        or answers busy; a JSON object back, or ``_Rejected`` (any other HTTP error)."""
+    def _send(self, client: Any, method: str, path: str, body: dict[str, Any] | None,
+              limit: int) -> dict[str, Any]:
+        """One request, retried with back-off while the server is unreachable, gives no
+        whole reply within ``timeout_s`` or answers busy; a JSON object of ``limit``
+        bytes at most back, or ``_Rejected`` (any other HTTP error)."""
         import httpx
 
-        url = self.model.url + path
         why = ""
         for attempt in range(ATTEMPTS):
             if attempt:
                 time.sleep(BACKOFF_S * 2 ** (attempt - 1))
             try:
-                response = client.request(method, url, json=body)
+                status, answer = self._exchange(client, method, path, body, limit)
             except httpx.TimeoutException:
-                why = f"no answer within {self.model.timeout_s:g} s"
+                why = f"no whole reply within {self.model.timeout_s:g} s"
                 continue
             except httpx.TransportError as exc:
                 why = f"{type(exc).__name__}: {exc}"
                 continue
-            if response.status_code in BUSY:
-                why = f"HTTP {response.status_code}: {response.text[:200]}"
+            except TooLarge:
+                raise KgragError(
+                    f"{self._answered(path)} with more than {limit:,} bytes, more than a "
+                    "reply to this request can take: refused unread (is it an "
+                    "OpenAI-compatible API?)") from None
+            text = answer.decode("utf-8", "replace")
+            if status in BUSY:
+                why = f"HTTP {status}: {text[:200]}"
                 continue
-            if response.status_code >= 400:
-                raise _Rejected(response.status_code, response.text)
-            try:
-                reply = response.json()
-            except ValueError:
-                raise KgragError(f"the server at {self.model.url} answered {path} with no "
-                                 "JSON: is it an OpenAI-compatible API?") from None
-            if not isinstance(reply, dict):
-                raise KgragError(f"the server at {self.model.url} answered {path} with "
-                                 f"{type(reply).__name__}, not a JSON object")
-            return reply
+            if not 200 <= status < 300:
+                raise _Rejected(status, text)
+            return json_object(answer, self._answered(path))
         raise KgragError(
             f"the model server at {self.model.url} does not answer ({why}; {ATTEMPTS} "
             f"attempts): start it, or fix {self.where}.server; completed calls are cached, "
             "so a new run resumes where this one stopped")
+
+    def _exchange(self, client: Any, method: str, path: str, body: dict[str, Any] | None,
+                  limit: int) -> tuple[int, bytes]:
+        """The status and body of one request, all of it within ``timeout_s``: a body
+        read a piece at a time, refused past ``limit`` bytes (``TooLarge``); an error's
+        only up to ``ERROR_BYTES``, what its message needs."""
+        from kgrag.models.bounded_http import deadline
+
+        with deadline(self.model.timeout_s), client.stream(
+                method, self.model.url + path, json=body,
+                headers={"Accept-Encoding": "identity"}) as response:
+            if response.is_success:
+                return response.status_code, read_limited(response.iter_raw(), limit)
+            head = b""
+            for piece in response.iter_raw():
+                head += piece
+                if len(head) >= ERROR_BYTES:
+                    break
+            return response.status_code, head[:ERROR_BYTES]
 
 
 class _Rejected(Exception):

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from kgrag.contents.bipartite import keyword_degrees
 from kgrag.contents.entities import entity_degrees
 from kgrag.declarations import (
+    COUNT_MAX,
+    ITEMS_MAX,
+    SEED_MAX,
     Config,
     GraphKind,
     GraphView,
@@ -106,7 +109,7 @@ def _hierarchy_problems(index: int, graph: Config) -> Iterator[Problem]:
                 "too, or drop it (the llm judge answers yes or no)"))
 
 
-SEED = {"type": "integer", "minimum": 0}
+SEED = {"type": "integer", "minimum": 0, "maximum": SEED_MAX}
 
 GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
     GraphKind("skeleton", "KET-RAG's KG skeleton (KNN chunk graph, core chunks by PageRank "
@@ -145,7 +148,7 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
         Param("cosine", {"type": "number", "minimum": 0, "maximum": 1},
               "entities whose name embeddings have at least this cosine merge in "
               "canonicalisation stage 2.", default=0.93),
-        Param("max_cluster_size", {"type": "integer", "minimum": 2},
+        Param("max_cluster_size", {"type": "integer", "minimum": 2, "maximum": COUNT_MAX},
               "a module with more entities is split again by Leiden at the next level.",
               default=10),
         Param("max_levels", {"type": "integer", "minimum": 1, "maximum": 8},
@@ -154,7 +157,7 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
               "Leiden's resolution (1: modularity); below 1 makes larger modules, fewer "
               "of them, as on the sparse graphs of the salience rule.", default=1.0),
         Param("seed", SEED, "seed of Leiden.", default=42),
-        Param("gate_top_m", {"type": "integer", "minimum": 1},
+        Param("gate_top_m", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
               "gate candidates of a module are its top-m most similar modules (by summary "
               "embedding) of the level compared.", default=3),
         Param("gate_min_similarity", {"type": "number", "minimum": -1, "maximum": 1},
@@ -175,7 +178,7 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
               "most connected members, the summary is their first sentences, as much as an "
               "LLM summary may hold; for the thousands of modules of a whole corpus).",
               default="llm"),
-        Param("salient_min_chunks", {"type": "integer", "minimum": 0},
+        Param("salient_min_chunks", {"type": "integer", "minimum": 0, "maximum": COUNT_MAX},
               "salience rule (no LLM, for the nlp extraction): an entity is a node only when "
               "at least this many chunks mention it (after canonicalisation), and its "
               "relationships are thinned to relationships_per_entity; 0 keeps every "
@@ -183,7 +186,7 @@ GRAPH_KINDS: dict[str, GraphKind] = {kind.name: kind for kind in (
         Param("salient_max_share", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
               "salience rule: an entity mentioned in more than this share of all chunks is "
               "generic ('study', 'results'), not a node.", default=0.02),
-        Param("relationships_per_entity", {"type": "integer", "minimum": 1},
+        Param("relationships_per_entity", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
               "salience rule: a relationship between salient entities is kept when it is "
               "among the strongest this many of either endpoint (edges stay within this "
               "many times the nodes).", default=2, sweep=True)), _hierarchy,

@@ -88,22 +88,27 @@ def sweep_curves(rows: Sequence[Row]) -> dict[str, go.Figure]:
 COST = (("wall_s", "wall seconds"), ("llm_calls", "LLM calls paid"),
         ("cache_hits", "LLM requests the cache answered"), ("tokens_in", "LLM tokens in"),
         ("tokens_out", "LLM tokens out"), ("embeddings", "embeddings"))
+PANELS = 3  # cost panels in a row
 SIZE = ("entities", "relationships", "modules", "gates", "keywords", "subchunks",
         "core_chunks")
 
 
 def build_costs(builds: Sequence[Row]) -> go.Figure | None:
-    """What each graph build cost when it was built, a panel per cost (the cost of a
-    build made by an older kgrag is unknown and left out)."""
-    if not builds:
+    """What each graph build cost when it was built, a panel per cost that some build
+    paid (an LLM-free build's LLM panels would be empty axes); the cost of a build made
+    by an older kgrag is unknown and left out. None when no build cost anything."""
+    paid = [(key, title) for key, title in COST if any(build.get(key) for build in builds)]
+    if not paid:
         return None
     graphs = [build["graph"] for build in builds]
-    figure = make_subplots(rows=2, cols=3, subplot_titles=[t for _, t in COST],
-                           vertical_spacing=0.25)
-    for index, (key, title) in enumerate(COST):
+    rows = -(-len(paid) // PANELS)
+    figure = make_subplots(rows=rows, cols=min(len(paid), PANELS),
+                           subplot_titles=[title for _, title in paid], vertical_spacing=0.25)
+    for index, (key, title) in enumerate(paid):
         figure.add_trace(go.Bar(x=graphs, y=[build.get(key) for build in builds], name=title,
-                                showlegend=False), row=index // 3 + 1, col=index % 3 + 1)
-    return _laid_out(figure, None, height=2 * HEIGHT)
+                                showlegend=False), row=index // PANELS + 1,
+                         col=index % PANELS + 1)
+    return _laid_out(figure, None, height=rows * HEIGHT)
 
 
 def graph_sizes(builds: Sequence[Row]) -> go.Figure | None:

@@ -2,7 +2,9 @@
 
 Sections: metric bars and the results table per strategy; a sweep curve per swept
 parameter (budget, β, θ…); what each graph build cost, made and its degree
-distribution; what each training entry cost; every question with what each strategy retrieved and answered. The
+distribution; what each training entry cost (when the spec trains); every question with
+what each strategy retrieved, with the units' text, and answered; the corpus. A run
+whose corpus has no questions gets the corpus and the graph builds to browse. The
 plotly JavaScript is inlined once in the head and every figure draws from it, so
 the page reads nothing but itself: it opens offline, from disk or as a mail
 attachment.
@@ -29,6 +31,7 @@ from kgrag.eval.report import (
 )
 from kgrag.pipeline.artefacts import write_text_atomic
 from kgrag.pipeline.graph_kinds import GRAPH_KINDS
+from kgrag.report.corpus import corpus_section
 from kgrag.report.figures import (
     build_costs,
     degree_distributions,
@@ -40,6 +43,7 @@ from kgrag.report.questions import drilldown
 from kgrag.report.run_folder import RunFolder
 
 REPORT = "report.html"  # in the run folder
+FIGURE = 'class="plotly-graph-div"'  # what a drawn figure's HTML holds
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
@@ -51,17 +55,24 @@ table.results td, table.results th { text-align: right; white-space: nowrap; }
 table.results td:first-child, table.results th:first-child { text-align: left; }
 details.question { border: 1px solid #ddd; margin: 0.4em 0; padding: 0.3em 0.7em; }
 details.question summary { cursor: pointer; }
-table.drill { width: 100%; } table.drill td:nth-child(3) { width: 45%; }
-ol.units { max-height: 14em; overflow: auto; margin: 0; padding-left: 2.2em; }
-li.gold { background: #fff1b8; } dl.trace { margin: 0; }
+table.drill { width: 100%; min-width: 60em; } table.drill td:nth-child(3) { width: 50%; }
+ol.units { margin: 0; padding-left: 2.2em; } ol.chunks { padding-left: 2.6em; }
+li.gold { background: #fff1b8; } details.unit summary { cursor: pointer; }
+.where { color: #555; font-style: italic; } .badge { background: #b26b00; color: #fff;
+  border-radius: 3px; padding: 0 0.35em; font-size: 85%; }
+div.text { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6;
+  border-left: 3px solid #ccc; padding: 0.3em 0.6em; margin: 0.2em 0 0.5em; max-width: 60em; }
+li.cited div.text { border-left-color: #b26b00; } mark { background: #ffc940; padding: 0 1px; }
+dl.trace { margin: 0; }
 dl.trace dt { font-weight: 600; } dl.trace dd { margin: 0 0 0.3em 1em; word-break: break-word; }
 """
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write the report of the finished run in ``run_dir`` (default: its
-    ``report.html``) and return its path; a folder that holds no finished, evaluated
-    run is a ``KgragError``, and so is a folder the report cannot be written in."""
+    ``report.html``) and return its path; a folder that holds no finished run (or one
+    that evaluated nothing though its corpus has questions) is a ``KgragError``, and so
+    is a folder the report cannot be written in."""
     page = _page(RunFolder.open(run_dir))
     path = run_dir / REPORT if out is None else out
     with writing(path.parent, f"the report {path.name}",
@@ -72,27 +83,34 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
 
 
 def _page(run: RunFolder) -> str:
-    rows, builds = run.metrics["rows"], run.metrics["builds"]
-    sweeps = sweep_curves(rows)
-    sections = [
-        ("metrics", "Metrics per strategy",
-         _figure(metric_bars(rows), "metrics") + _table(rows, COLUMNS)),
-        ("sweeps", "Sweeps",
-         "".join(f"<h3>against {escape(key)}</h3>" + _figure(figure, f"sweep-{key}")
-                 for key, figure in sweeps.items())
-         or '<p class="muted">no swept parameter in this spec</p>'),
-        ("builds", "Graph builds", _builds(run, builds)),
-        ("training", "Training", training_table(run.metrics.get("training", []))),
-        ("questions", f"Questions ({run.metrics['n_questions']})",
-         '<p class="muted">Click a question to open it.</p>' + drilldown(run)),
-    ]
+    if run.metrics is None:  # a corpus without questions: what it holds and what was built
+        sections = [("corpus", "Corpus", corpus_section(run)),
+                    ("builds", "Graph builds", _builds(run, run.builds))]
+    else:
+        rows, training = run.metrics["rows"], run.metrics.get("training")
+        sweeps = sweep_curves(rows)
+        sections = [
+            ("metrics", "Metrics per strategy",
+             _figure(metric_bars(rows), "metrics") + _table(rows, COLUMNS)),
+            ("sweeps", "Sweeps",
+             "".join(f"<h3>against {escape(key)}</h3>" + _figure(figure, f"sweep-{key}")
+                     for key, figure in sweeps.items())
+             or '<p class="muted">no swept parameter in this spec</p>'),
+            ("builds", "Graph builds", _builds(run, run.builds)),
+            *([("training", "Training", _table(training, TRAINING_COLUMNS))] if training else []),
+            ("questions", f"Questions ({run.metrics['n_questions']})",
+             '<p class="muted">Click a question to open it.</p>' + drilldown(run)),
+            ("corpus", "Corpus", corpus_section(run)),
+        ]
     nav = "".join(f'<a href="#{key}">{escape(title)}</a>' for key, title, _ in sections)
     body = "".join(f'<section id="{key}"><h2>{escape(title)}</h2>{html}</section>'
                    for key, title, html in sections)
+    # plotly's script is most of a page's size: only a page that draws a figure holds it
+    script = f"<script>{get_plotlyjs()}</script>" if FIGURE in body else ""
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<title>kgrag report: {escape(run.name)}</title>'
             f'<link rel="icon" href="data:,"><style>{STYLE}</style>'
-            f"<script>{get_plotlyjs()}</script></head>\n<body>"
+            f"{script}</head>\n<body>"
             f"<h1>kgrag report: {escape(run.name)}</h1>{_summary(run)}<nav>{nav}</nav>\n"
             f"{body}</body></html>\n")
 
@@ -101,8 +119,9 @@ def _summary(run: RunFolder) -> str:
     manifest, metrics = run.manifest, run.metrics
     # the models the run's steps used, as its manifest names them (an LLM-free run, none)
     models = ", ".join(f"{role} {model['name']}" for role, model in manifest["models"].items())
-    return (f'<p class="muted">{escape(metrics["dataset"])}, {metrics["n_questions"]} '
-            f"questions · spec {escape(manifest['spec'])} · finished "
+    corpus = ("no questions to evaluate" if metrics is None
+              else f"{escape(metrics['dataset'])}, {metrics['n_questions']} questions")
+    return (f'<p class="muted">{corpus} · spec {escape(manifest["spec"])} · finished '
             f"{escape(manifest.get('finished', '?'))} · {escape(models or 'no model')} · kgrag "
             f"{escape(manifest['libraries'].get('kgrag', '?'))}</p>")
 
@@ -115,18 +134,12 @@ def _builds(run: RunFolder, builds: list[dict[str, Any]]) -> str:
         view = GRAPH_KINDS[build["kind"]].view
         folder = run.artefact(step_name(view.artefact, build["graph"]))
         degrees[build["graph"]] = (view.nodes, view.degrees(folder))
-    return ("<h3>Cost when built</h3>" + _figure(build_costs(builds), "build-cost")
+    costs = build_costs(builds)  # None: no build cost anything worth a panel
+    return ("<h3>Cost when built</h3>" + ("" if costs is None else _figure(costs, "build-cost"))
             + _table(builds, BUILD_COLUMNS)
             + "<h3>What each build made</h3>" + _figure(graph_sizes(builds), "graph-size")
             + "<h3>Degree distribution</h3>"
             + _figure(degree_distributions(degrees), "degrees"))
-
-
-def training_table(rows: list[dict[str, Any]]) -> str:
-    """Each training entry's cost, skips and stages, as the CLI prints them."""
-    if not rows:
-        return '<p class="muted">no training in this spec</p>'
-    return _table(rows, TRAINING_COLUMNS)
 
 
 def _figure(figure: go.Figure | None, name: str) -> str:

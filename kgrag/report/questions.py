@@ -1,8 +1,11 @@
 """The report's per-question drill-down: each question with its gold answer and
 supporting documents, and for every strategy the units it retrieved (rank order,
-supporting documents marked), its answer and its trace (HugRAG's seeds, reached
-entities and filter; PPR's seeds and scores; whatever a strategy records). An answer
-given with ``answer.cite`` shows its citations as links to the units it cites."""
+supporting documents marked, each with where it came from and its text on a click), its
+answer and its trace (HugRAG's seeds, reached entities and filter; PPR's seeds and
+scores; whatever a strategy records). An answer given with ``answer.cite`` shows its
+citations as links to the units it cites; those are marked, shown open, and the
+answer's span is marked in their text where it occurs there (always, for an answer
+copied from a unit)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from kgrag.contents.corpus import read_documents, read_questions
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.declarations import step_name
 from kgrag.report.run_folder import RunFolder
+from kgrag.report.units import Unit, read_units, unit_details
 
 
 def drilldown(run: RunFolder) -> str:
@@ -37,18 +41,21 @@ def drilldown(run: RunFolder) -> str:
             if citations is not None:
                 cited[name] = dict(zip(citations["question_id"],
                                        citations["cited_units"].to_list()))
+    units = read_units(run, {unit for rows in retrieved.values() for row in rows.values()
+                             for unit in row["unit_ids"]})
     return "\n".join(
         _question(question, titles, [(name, retrieved[name].get(question["question_id"]),
                                       answers.get(name, {}).get(question["question_id"]),
                                       cited[name].get(question["question_id"], [])
                                       if name in cited else None)
-                                     for name in strategies], f"q{number}")
+                                     for name in strategies], units, f"q{number}")
         for number, question in enumerate(read_questions(corpus).iter_rows(named=True)))
 
 
 def _question(question: dict[str, Any], titles: dict[str, str],
               strategies: list[tuple[str, dict[str, Any] | None, str | None,
-                                     list[str] | None]], anchor: str) -> str:
+                                     list[str] | None]], units: dict[str, Unit],
+              anchor: str) -> str:
     """One question's drill-down; ``anchor`` prefixes the ids its citation links use."""
     gold, *aliases = question["answers"] or ["(none)"]
     supporting = set(question["supporting_doc_ids"] or [])
@@ -59,16 +66,16 @@ def _question(question: dict[str, Any], titles: dict[str, str],
     if supporting:
         names = "; ".join(titles.get(doc, doc) for doc in sorted(supporting))
         lines.append(f"<p><b>supporting documents</b> ★ {escape(names)}</p>")
-    lines.append('<table class="drill"><thead><tr><th>strategy</th><th>answer</th>'
-                 "<th>retrieved units (rank order, ★ supporting)</th><th>trace</th></tr>"
-                 "</thead><tbody>")
+    lines.append('<div class="wide"><table class="drill"><thead><tr><th>strategy</th>'
+                 "<th>answer</th><th>retrieved units (rank order, ★ supporting; click for the "
+                 "text)</th><th>trace</th></tr></thead><tbody>")
     for number, (name, row, answer, cited) in enumerate(strategies):
-        units = f"{anchor}-s{number}" if cited is not None else None
+        at = f"{anchor}-s{number}" if cited is not None else None
         lines.append(f"<tr><td>{escape(name)}</td>"
-                     f"<td>{'–' if answer is None else _answer(answer, cited, row, units)}</td>"
-                     f"<td>{_units(row, titles, supporting, units)}</td>"
+                     f"<td>{'–' if answer is None else _answer(answer, cited, row, at)}</td>"
+                     f"<td>{_units(row, titles, supporting, units, at, answer, cited)}</td>"
                      f"<td>{'–' if row is None else _trace(json.loads(row['trace']))}</td></tr>")
-    lines.append("</tbody></table></details>")
+    lines.append("</tbody></table></div></details>")
     return "\n".join(lines)
 
 
@@ -84,17 +91,31 @@ def _answer(answer: str, cited: list[str] | None, row: dict[str, Any] | None,
 
 
 def _units(row: dict[str, Any] | None, titles: dict[str, str], supporting: set[str],
-           anchor: str | None = None) -> str:
-    """The retrieved units in rank order; with an ``anchor`` each has an id that a
-    citation links to."""
+           units: dict[str, Unit], anchor: str | None, answer: str | None,
+           cited: list[str] | None) -> str:
+    """The retrieved units in rank order: each its title, id and where it came from, its
+    text on a click. With an ``anchor`` each has an id that a citation links to; the
+    ``cited`` ones are marked and open, the ``answer`` marked in their text."""
     if row is None:
         return '<span class="muted">not retrieved for this question</span>'
-    items = "".join(
-        f'<li{f" id={anchor}-{rank}" if anchor else ""}'
-        f'{" class=gold" if doc in supporting else ""}>{"★ " if doc in supporting else ""}'
-        f"{escape(titles.get(doc, doc))} <code>{escape(unit)}</code></li>"
-        for rank, (unit, doc) in enumerate(zip(row["unit_ids"], row["doc_ids"]), 1))
-    return (f'<ol class="units">{items}</ol>'
+    items = []
+    for rank, (unit, doc) in enumerate(zip(row["unit_ids"], row["doc_ids"]), 1):
+        gold, quoted = doc in supporting, unit in (cited or ())
+        label = (f'{"★ " if gold else ""}{escape(titles.get(doc, doc))} '
+                 f"<code>{escape(unit)}</code>")
+        found = units.get(unit)  # None for a triple or entity: it has no text of its own
+        if found is not None and found.where:
+            label += f' <span class="where">{escape(found.where)}</span>'
+        if quoted:
+            label += ' <span class="badge">cited</span>'
+        if found is not None:
+            label = unit_details(label, found.text, answer=answer if quoted else None,
+                                 opened=quoted)
+        classes = " ".join(name for name, on in (("gold", gold), ("cited", quoted)) if on)
+        attributes = (f' id="{anchor}-{rank}"' if anchor else "") + (
+            f' class="{classes}"' if classes else "")
+        items.append(f"<li{attributes}>{label}</li>")
+    return (f'<ol class="units">{"".join(items)}</ol>'
             f'<span class="muted">{len(row["unit_ids"])} units, '
             f'{row["context_tokens"]} context tokens</span>')
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from kgrag.declarations import Config, Param, Problem, Strategy
+from kgrag.declarations import ITEMS_MAX, Config, Param, Problem, Strategy
 from kgrag.retrieval.units import Evidence, Units
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ DECLARATION = Strategy(
     (Param("fuse", {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
            "names of two other entries of this query list whose rankings are fused (naive, "
            "bm25 or ppr)."),
-     Param("rrf_k", {"type": "integer", "minimum": 1},
+     Param("rrf_k", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
            "k of reciprocal-rank fusion, a unit scores the sum of 1 / (k + rank).", default=60)),
     FusionStrategy, lambda config: {}, problems=_problems, member_key="fuse",
     member_settings=lambda config: {"budget_tokens": config["budget_tokens"]})

@@ -44,7 +44,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kgrag.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
+from kgrag.declarations import (
+    ITEMS_MAX,
+    ROUNDS_MAX,
+    Config,
+    GraphRef,
+    Group,
+    Need,
+    Param,
+    Problem,
+    Strategy,
+)
 from kgrag.errors import KgragError
 from kgrag.retrieval.causal_filter import Item, causal_filter, evidence_text, linearise
 from kgrag.retrieval.hugrag_budget import (
@@ -253,9 +263,9 @@ DECLARATION = Strategy(
     "hugrag", "HugRAG (hybrid-score MMR seeds over entities and modules, gated best-first "
     "expansion, LLM causal filter).",
     (HIERARCHY,
-     Param("seed_entities", {"type": "integer", "minimum": 0}, "entity seeds chosen by MMR.",
+     Param("seed_entities", {"type": "integer", "minimum": 0, "maximum": ITEMS_MAX}, "entity seeds chosen by MMR.",
            default=3),
-     Param("seed_modules", {"type": "integer", "minimum": 0},
+     Param("seed_modules", {"type": "integer", "minimum": 0, "maximum": ITEMS_MAX},
            "module seeds (all levels) chosen by MMR.", default=3),
      Param("mmr_lambda", {"type": "number", "minimum": 0, "maximum": 1},
            "MMR trade-off between relevance and novelty.", default=0.7),
@@ -263,9 +273,9 @@ DECLARATION = Strategy(
            "α in the hybrid seed score α·cosine + (1−α)·keyword overlap.", default=0.7),
      Param("hop_decay", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
            "γ, the gain of a node h hops from a seed is multiplied by γ^h.", default=0.7),
-     Param("max_hops", {"type": "integer", "minimum": 0}, "hops from a seed at most.",
+     Param("max_hops", {"type": "integer", "minimum": 0, "maximum": ROUNDS_MAX}, "hops from a seed at most.",
            default=5),
-     Param("fan_out", {"type": "integer", "minimum": 1},
+     Param("fan_out", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
            "best unvisited neighbours pushed per expanded node.", default=5),
      Param("weights", {"type": "object", "additionalProperties": False, "properties": {
          edge: {"type": "number", "minimum": 0, "default": weight}

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.declarations import Param
+from kgrag.declarations import ITEMS_MAX, Param
 from kgrag.errors import KgragError
 from kgrag.retrieval.hugrag_graph import HugragGraph
 from kgrag.retrieval.hugrag_search import Walk, best_chunks
@@ -21,7 +21,7 @@ GROUNDED_PARAMS = (
     Param("entity_share", {"type": "number", "minimum": 0, "maximum": 1},
           "evidence_split grounded: share of budget_tokens reserved for entity rows.",
           default=0),
-    Param("seed_chunks", {"type": "integer", "minimum": 0},
+    Param("seed_chunks", {"type": "integer", "minimum": 0, "maximum": ITEMS_MAX},
           "evidence_split grounded: chunks chosen by MMR that seed the expansion beside the "
           "entity and module seeds (not in the paper), so the walk also starts from the "
           "text most like the question and reaches the chunks its entities ground.",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.contents.dense import open_dense
-from kgrag.declarations import Param, Strategy
+from kgrag.declarations import PLAIN_TEXT, Param, Strategy
 from kgrag.retrieval.params import TOP_K
 from kgrag.retrieval.units import Evidence, Units
 from kgrag.store.vectors import VectorTable
@@ -51,7 +51,7 @@ class NaiveStrategy:
 
 
 SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-EMBEDDER = Param("embedder", {"type": "string", "minLength": 1},
+EMBEDDER = Param("embedder", {"type": "string", "minLength": 1, "pattern": PLAIN_TEXT},
                  "the embedder of this strategy's own dense index and of its questions: a "
                  "bundled name, a sentence-transformers folder or a training entry's name "
                  "(base and tuned side by side). Absent: models.embedder.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kgrag.declarations import Param
+from kgrag.declarations import ITEMS_MAX, Param
 
 GRAPH_NAME = {"type": ["string", "null"]}
 
@@ -11,10 +11,10 @@ SKELETON = Param("skeleton", GRAPH_NAME,
 HIERARCHY = Param("hierarchy", GRAPH_NAME,
                   "name of a hierarchy graph build (ppr walks its canonical entities).",
                   default=None)
-TOP_K = Param("top_k", {"type": ["integer", "null"], "minimum": 1},
+TOP_K = Param("top_k", {"type": ["integer", "null"], "minimum": 1, "maximum": ITEMS_MAX},
               "candidates taken from the vector search before filling the budget; null "
               "takes as many as the budget can hold.", default=None)
-TOP_ENTITIES = Param("top_entities", {"type": "integer", "minimum": 1},
+TOP_ENTITIES = Param("top_entities", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
                      "seed entities of the local search.", default=10)
 
 

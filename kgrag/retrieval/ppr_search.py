@@ -46,7 +46,7 @@ import numpy as np
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
-from kgrag.declarations import Config, Param, Problem
+from kgrag.declarations import ITEMS_MAX, ROUNDS_MAX, Config, Param, Problem
 from kgrag.errors import KgragError
 from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, method_of, parses
 from kgrag.graphs.ppr import Walk
@@ -64,7 +64,7 @@ WALK_PARAMS = (
     Param("damping", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
           "probability that the walk follows an edge rather than restarting at the seeds; "
           "HippoRAG's 0.5 keeps mass near the question's entities.", default=0.5),
-    Param("max_iterations", {"type": "integer", "minimum": 1},
+    Param("max_iterations", {"type": "integer", "minimum": 1, "maximum": ROUNDS_MAX},
           "power-iteration steps at most (it stops earlier once an update changes the scores "
           "by less than 1e-10).", default=50),
     Param("dense_seeds", {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
@@ -73,7 +73,7 @@ WALK_PARAMS = (
           "mass); 0 seeds entities only. Default: 0.02 for strategy ppr, 0 for the ppr "
           "channels of ket and hugrag. (HippoRAG 2's 0.05 is a per-passage weight beside "
           "unnormalised entity weights, a far larger share.)", default=0),
-    Param("dense_seed_chunks", {"type": "integer", "minimum": 1},
+    Param("dense_seed_chunks", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
           "how many of the chunks nearest the question share the dense_seeds mass.",
           default=10),
     Param("titles", {"type": "boolean"},
@@ -104,12 +104,12 @@ WALK_PARAMS = (
     Param("relations", {"type": "boolean"},
           "keep the entity–entity relationship edges; false walks the phrase–passage graph "
           "alone. Left out: true.", off=True),
-    Param("fact_links", {"type": "integer", "minimum": 1},
+    Param("fact_links", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
           "HippoRAG 2's query-to-fact linking: the entities of the this-many relationships "
           "(rendered as 'SUBJECT relation OBJECT') whose embeddings are nearest the "
           "question's also seed the walk, weighted by similarity times specificity. Embeds "
           "every relationship once (cached). Left out: names found in the question only."),
-    Param("name_links", {"type": "integer", "minimum": 1},
+    Param("name_links", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
           "the this-many phrase nodes whose name embeddings are nearest the question's "
           "vector also seed the walk, weighted by similarity times specificity. Embeds every "
           "entity name once (cached). Left out: no name links."),

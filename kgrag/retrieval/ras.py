@@ -51,6 +51,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.declarations import (
+    ITEMS_MAX,
+    ROUNDS_MAX,
+    TOKENS_MAX,
     Config,
     ExtractionMethod,
     Need,
@@ -319,9 +322,9 @@ DECLARATION = Strategy(
     (Param("retriever", {"type": "string", "minLength": 1},
            "name of another query entry whose ranking retrieves for each sub-query (naive, "
            "bm25, ppr; a naive over a trained embedder)."),
-     Param("retrieve_k", {"type": "integer", "minimum": 1},
+     Param("retrieve_k", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
            "passages retrieved per sub-query (new to the loop).", default=5),
-     Param("max_iterations", {"type": "integer", "minimum": 1},
+     Param("max_iterations", {"type": "integer", "minimum": 1, "maximum": ROUNDS_MAX},
            "retrievals per question at most (the paper's 5).", default=5),
      Param("planning", {"enum": ["few_shot", "fixed", "oracle"]},
            "few_shot (the planner decides: the spec's LLM few-shot, or the graph_llm), "
@@ -332,7 +335,7 @@ DECLARATION = Strategy(
      Param("evidence", {"enum": ["triples", "passages"]},
            "what the history shows per sub-query: triples (text-to-triples with the spec's "
            "extraction) or passages (ablation 'no text-to-triples').", default="triples"),
-     Param("triples_per_passage", {"type": "integer", "minimum": 1},
+     Param("triples_per_passage", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
            "triples kept of each passage, in the order the extraction states them (the "
            "paper's t2t model writes about 20 per query graph; spaCy states about 40 per "
            "paragraph, which would fill the budget in one iteration).", default=8),
@@ -345,7 +348,7 @@ DECLARATION = Strategy(
      Param("graph_encoder", {"type": "boolean"},
            "give the Graph-LLM the graph token (ablation 'no graph encoder' at inference: "
            "false).", default=True),
-     Param("answer_tokens", {"type": "integer", "minimum": 1},
+     Param("answer_tokens", {"type": "integer", "minimum": 1, "maximum": TOKENS_MAX},
            "new tokens of a Graph-LLM answer.", default=32)),
     RasStrategy, _needs, problems=_problems, uses_llm=uses_llm, calls_per_question=calls,
     answers_in_trace=lambda config: bool(config.get("graph_llm")), member_key="retriever",

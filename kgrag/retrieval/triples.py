@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.contents.kg import KgIndex, Retrieval
-from kgrag.declarations import Param, Strategy, TrainedRef
+from kgrag.declarations import ITEMS_MAX, ROUNDS_MAX, Param, Strategy, TrainedRef
 from kgrag.kg.chains import chain_context, flat_context
 from kgrag.retrieval.bm25 import Bm25Index
 from kgrag.retrieval.units import Evidence, Units
@@ -35,13 +35,13 @@ if TYPE_CHECKING:
 
 KG = {"kg": "kg"}
 PARAMS = (
-    Param("ranked", {"type": "integer", "minimum": 1},
+    Param("ranked", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
           "triples ranked per question (recall@k reads the first k).", default=200),
     Param("context", {"enum": ["flat", "chains"]},
           "how the retrieved triples reach the LLM: flat '(head, relation, tail)' lines, or "
           "ReG's reasoning chains from the topic entities ('Chain i. e0 → [r1] → e1 …').",
           default="flat"),
-    Param("chain_length", {"type": ["integer", "null"], "minimum": 1},
+    Param("chain_length", {"type": ["integer", "null"], "minimum": 1, "maximum": ROUNDS_MAX},
           "L, the longest chain in triples (context: chains); null: unbounded.", default=2),
 )
 

@@ -54,7 +54,7 @@ def _metrics(evaluate: dict[str, Any]) -> dict[str, Any]:
     from kgrag.eval.registry import METRICS
 
     names = [name for name in METRICS if not name.endswith("@")] + [
-        f"{name}[1-9][0-9]*" for name in METRICS if name.endswith("@")]
+        f"{name}[1-9][0-9]{{0,3}}" for name in METRICS if name.endswith("@")]
     metrics = evaluate["properties"]["metrics"]
     items = {**metrics["items"], "pattern": f"^({'|'.join(names)})$"}
     return {**evaluate, "properties": {**evaluate["properties"],

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.configuration import Spec, find_root, freeze
-from kgrag.errors import KgragError
+from kgrag.errors import SpecProblems
 from kgrag.spec.messages import describe, type_word, unknown_key
 from kgrag.spec.reading import Document, Finding, KeyPath, format_path, read_document
 from kgrag.spec.references import prune_defaults, reference_problems
@@ -33,14 +33,14 @@ def check_spec(path: str | Path) -> list[str]:
 def load_spec(path: str | Path, root: Path | None = None) -> Spec:
     """Load, validate and default-fill the spec at ``path``.
 
-    Raises ``KgragError`` listing every problem (one per line) so the CLI can
-    show them all without a traceback. ``root`` is the project its outputs go
+    Raises ``SpecProblems`` (a ``KgragError``) listing every problem, one per line, so the
+    CLI can show them all without a traceback. ``root`` is the project its outputs go
     under (default: found from the spec's folder; a replay names its own).
     """
     path = Path(path)
     messages, document = _check(path)
     if messages:
-        raise KgragError("\n".join(messages))
+        raise SpecProblems(messages)
     assert document.raw is not None
     absolute = path.resolve()
     return Spec(

@@ -9,7 +9,8 @@ from typing import Any
 
 from jsonschema import ValidationError
 
-from kgrag.spec.reading import AMBIGUOUS_NUMBER, quote, show
+from kgrag.declarations import PLAIN_TEXT
+from kgrag.spec.reading import AMBIGUOUS_BOOLEAN, AMBIGUOUS_NUMBER, quote, show
 from kgrag.spec.schema import VALIDATOR
 
 _CLOSE = 0.7  # difflib similarity for "did you mean"; 0.6 pairs 'base' with 'answer'
@@ -34,8 +35,18 @@ def describe(error: ValidationError) -> str:
         return _enum_message(expected, value)
     if keyword in _BOUND_SYMBOLS:
         return f"must be {_BOUND_SYMBOLS[keyword]} {expected}, got {show(value)}"
+    if keyword == "pattern" and expected == PLAIN_TEXT:
+        return ("must not hold a control character (a line break, a tab…) in a path or a "
+                f"model name, got {quote(value)}")
     if keyword == "pattern":
         return f"{quote(value)} does not match the required pattern {expected}"
+    if keyword == "required":  # inside an alternative (a served model's keys)
+        missing = ", ".join(quote(key) for key in expected if key not in value)
+        return f"missing required key {missing}"
+    if keyword == "anyOf":  # the alternative of the value's own type says what is wrong
+        fitting = [e for e in error.context if e.validator != "type"]
+        if fitting:
+            return describe(fitting[0])
     if keyword == "minLength":
         if expected == 1:
             return "must not be empty"
@@ -63,8 +74,12 @@ def _type_message(schema: dict[str, Any], value: Any) -> str:
     expected = f"expected {_expected_types(schema)}, got {show(value)}"
     if isinstance(value, str) and AMBIGUOUS_NUMBER.match(value) and (
             "integer" in names or "number" in names):
-        return (f"{expected}: YAML versions disagree on a leading 0 (octal) and on colons "
-                "(base 60); write the number in plain decimal")
+        return (f"{expected}: YAML versions disagree on a leading 0 (octal), on colons "
+                "(base 60), on 0b (binary) and on underscores; write the number in plain "
+                "decimal")
+    if isinstance(value, str) and AMBIGUOUS_BOOLEAN.match(value) and "boolean" in names:
+        return (f"{expected}: YAML versions disagree on yes, no, on and off (booleans to "
+                "YAML 1.1, text to YAML 1.2); write true or false")
     return expected
 
 

@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from kgrag.errors import one_line
+
 KeyPath = tuple[Any, ...]
 
 _YAML_TAG = "tag:yaml.org,2002:"
@@ -31,23 +33,35 @@ MAX_SHOWN = 60
 
 
 class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader that keeps dates, and numbers YAML versions read differently, as text.
+    """SafeLoader that keeps dates, and numbers and booleans YAML versions read
+    differently, as text.
 
     A run name or description like ``2024-06-01`` is meant as a string; the
     plain SafeLoader would turn it into a ``date`` and fail the schema.
-    YAML 1.1 (PyYAML's) reads ``0400`` as octal 256 and ``4:16`` as base 60, 256;
-    YAML 1.2 (most editors') reads the first as 400 and the second as text. Kept as
-    text (``AMBIGUOUS_NUMBER``), they mean what they say where a string belongs and
-    are refused, at their line, where a number does.
+    YAML 1.1 (PyYAML's) reads ``0400`` as octal 256, ``4:16`` as base 60 (256),
+    ``0b100000000`` as binary (256), ``1_024`` as 1024 and ``yes`` / ``no`` / ``on`` /
+    ``off`` as booleans; YAML 1.2 (most editors') reads the first as 400 and all the others
+    as text. Kept as text (``AMBIGUOUS_NUMBER``, ``AMBIGUOUS_BOOLEAN``), they mean what
+    they say where a string belongs and are refused, at their line, where a number or a
+    boolean does.
     """
 AMBIGUOUS_NUMBER = re.compile(
-    r"^[-+]?(?:0[0-9_]+|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)$")
-"""A number with a leading zero (YAML 1.1's octal) or colon-separated digits (its base 60)."""
+    r"^[-+]?(?:0[0-9_]+"  # a leading zero: octal
+    r"|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"  # colon-separated digits: base 60
+    r"|0b[01_]+"  # binary
+    r"|0x[0-9a-fA-F]*_[0-9a-fA-F_]*"  # hexadecimal with an underscore
+    r"|[0-9][0-9_]*_[0-9_]*(?:\.[0-9_]*)?(?:[eE][-+][0-9]+)?"  # an underscore before the
+    r"|[0-9][0-9_]*\.[0-9_]*_[0-9_]*(?:[eE][-+][0-9]+)?)$")  # point, or after it
+"""A number only YAML 1.1 reads as one (or as another one): octal, base 60, binary, or
+digits with underscores."""
+AMBIGUOUS_BOOLEAN = re.compile(r"^(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$")
+"""A boolean only YAML 1.1 reads as one; YAML 1.2 knows only true and false."""
 
 _SpecLoader.add_constructor(_YAML_TAG + "timestamp", _SpecLoader.construct_yaml_str)
 _SpecLoader.yaml_implicit_resolvers = {
-    first: [(_YAML_TAG + "str", AMBIGUOUS_NUMBER), *resolvers]
-    if first in "+-0123456789" else list(resolvers)
+    first: [(_YAML_TAG + "str", AMBIGUOUS_NUMBER), *resolvers] if first in "+-0123456789"
+    else [(_YAML_TAG + "str", AMBIGUOUS_BOOLEAN), *resolvers] if first in "yYnNoO"
+    else list(resolvers)
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 
@@ -284,7 +298,8 @@ def show(value: Any) -> str:
     """Show a value as YAML/JSON would write it, shortened if long."""
     if isinstance(value, float) and not math.isfinite(value):
         return ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    # JSON escapes only C0 controls; C1 ones and line separators are escaped too
+    text = one_line(json.dumps(value, ensure_ascii=False, default=str))
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
 
 

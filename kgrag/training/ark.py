@@ -23,11 +23,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kgrag.declarations import Config, Param, Problem, Steps, TrainingMethod, step_name
+from kgrag.declarations import (
+    COUNT_MAX,
+    ITEMS_MAX,
+    PLAIN_TEXT,
+    ROUNDS_MAX,
+    SEED_MAX,
+    WIDTH_MAX,
+    Config,
+    Param,
+    Problem,
+    Steps,
+    TrainingMethod,
+    step_name,
+)
 from kgrag.training.split import SPLIT_PARAMS, split_of
 
 NUMBER = {"type": "number", "minimum": 0}
-WINDOW = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2,
+WINDOW = {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": COUNT_MAX},
+          "minItems": 2,
           "maxItems": 2}
 PER_STAGE = {"type": "array", "minItems": 3, "maxItems": 3}
 GOLD = "gold"  # ``positives``: the supporting documents' chunks, not the scorer's top M
@@ -87,17 +101,18 @@ def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[
 DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine-tuned on "
                              "LLM answer-alignment positives with a three-stage curriculum "
                              "of KG-augmented hard negatives (InfoNCE).", (
-    Param("base", {"type": "string", "minLength": 1},
+    Param("base", {"type": "string", "minLength": 1, "pattern": PLAIN_TEXT},
           "the embedder to fine-tune: a bundled name or a sentence-transformers folder.",
           default="all-MiniLM-L6-v2"),
     *SPLIT_PARAMS,
-    Param("max_questions", {"type": ["integer", "null"], "minimum": 1},
+    Param("max_questions", {"type": ["integer", "null"], "minimum": 1, "maximum": COUNT_MAX},
           "train on at most this many of the training questions (a sample, for quick "
           "runs); null: all of them.", default=None),
-    Param("candidates", {"type": "integer", "minimum": 1},
+    Param("candidates", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
           "units scored per question: the chunks of its supporting documents, then the "
           "base embedder's nearest chunks up to this many.", default=20),
-    Param("positives", {"oneOf": [{"type": "integer", "minimum": 1}, {"const": GOLD}]},
+    Param("positives", {"oneOf": [{"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
+                                  {"const": GOLD}]},
           "M, the top units by alignment score that are a question's positives; 'gold': "
           "the oracle row, whose positives are the candidates from the question's "
           "supporting documents (no LLM scoring; the curriculum is unchanged), so its gap "
@@ -119,7 +134,7 @@ DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine
           default=[20, 50]),
     Param("small", WINDOW, "node-count window [min, max] of the small subgraph's cut.",
           default=[3, 10]),
-    Param("augment_questions", {"type": ["integer", "null"], "minimum": 1},
+    Param("augment_questions", {"type": ["integer", "null"], "minimum": 1, "maximum": COUNT_MAX},
           "augment at most this many of the aligned questions (the first, in corpus "
           "order): the generation is the slow part on a CPU; null: all of them.",
           default=None),
@@ -128,23 +143,24 @@ DECLARATION = TrainingMethod("ark", "ARK: a sentence-transformers retriever fine
     Param("stages", {"type": "integer", "minimum": 1, "maximum": 3},
           "curriculum stages to run: 1 (in-batch negatives), 2 (+ large-subgraph hard "
           "negatives), 3 (+ small-subgraph hard negatives).", default=3),
-    Param("epochs", {**PER_STAGE, "items": {"type": "integer", "minimum": 1}},
+    Param("epochs", {**PER_STAGE, "items": {"type": "integer", "minimum": 1,
+                                            "maximum": ROUNDS_MAX}},
           "epochs of stages 1, 2, 3.", default=[3, 4, 3]),
     Param("learning_rates", {**PER_STAGE, "items": {"type": "number", "exclusiveMinimum": 0}},
           "AdamW learning rates of stages 1, 2, 3 (linear decay).",
           default=[1e-5, 8e-6, 4e-6]),
-    Param("warmup_steps", {"type": "integer", "minimum": 0},
+    Param("warmup_steps", {"type": "integer", "minimum": 0, "maximum": COUNT_MAX},
           "linear warm-up steps of stage 1.", default=50),
-    Param("batch_size", {"type": "integer", "minimum": 2}, "examples per step.", default=32),
+    Param("batch_size", {"type": "integer", "minimum": 2, "maximum": WIDTH_MAX}, "examples per step.", default=32),
     Param("temperature", {"type": "number", "exclusiveMinimum": 0},
           "InfoNCE temperature τ (the paper omits it; sentence-transformers' "
           "MultipleNegativesRankingLoss uses 0.05).", default=0.05),
-    Param("hard_negatives", {"type": "integer", "minimum": 1},
+    Param("hard_negatives", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
           "K, units the previous stage's model retrieves for each augmented question; "
           "those that are not positives are its hard negatives.", default=20),
-    Param("negatives", {"type": "integer", "minimum": 1},
+    Param("negatives", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
           "hard negatives per training example, hardest first.", default=20),
     Param("max_seq_length", {"type": "integer", "minimum": 16, "maximum": 512},
           "tokens per text in training.", default=256),
-    Param("seed", {"type": "integer", "minimum": 0}, "seed of shuffling and torch.",
+    Param("seed", {"type": "integer", "minimum": 0, "maximum": SEED_MAX}, "seed of shuffling and torch.",
           default=0)), build, "ark_stage", problems=_problems)

@@ -25,7 +25,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgrag.declarations import Config, Param, Steps, TrainingMethod, step_name
+from kgrag.declarations import (
+    COUNT_MAX,
+    ROUNDS_MAX,
+    SEED_MAX,
+    WIDTH_MAX,
+    Config,
+    Param,
+    Steps,
+    TrainingMethod,
+    step_name,
+)
 from kgrag.training.split import SPLIT_PARAMS, split_of
 
 
@@ -61,7 +71,7 @@ def load_scorer(level: str, folder: Path) -> Any:
 
 COMMON = (
     *SPLIT_PARAMS,
-    Param("max_questions", {"type": ["integer", "null"], "minimum": 1},
+    Param("max_questions", {"type": ["integer", "null"], "minimum": 1, "maximum": COUNT_MAX},
           "train on at most this many of the training questions (a sample, for quick "
           "runs); null: all of them.", default=None),
     Param("labels", {"enum": ["weak", "refined", "gold"]},
@@ -71,7 +81,7 @@ COMMON = (
           "(the oracle row: each supervised question's gold triples; a question without "
           "gold triples is skipped and counted, and none with any is an error).",
           default="refined"),
-    Param("refine_questions", {"type": "integer", "minimum": 1},
+    Param("refine_questions", {"type": "integer", "minimum": 1, "maximum": COUNT_MAX},
           "refine at most this many supervised questions (the first, in corpus order): one "
           "LLM call each, the slow part on a CPU.", default=40),
     Param("max_paths", {"type": "integer", "minimum": 1, "maximum": 50},
@@ -84,9 +94,9 @@ COMMON = (
           "their positives, by epoch); 0: the last epoch's weights, as ReG trains a fixed "
           "number of epochs (on small retrieval graphs recall@100 saturates within an "
           "epoch or two, so selecting on it keeps an undertrained model).", default=0.0),
-    Param("seed", {"type": "integer", "minimum": 0}, "seed of initialisation and shuffling.",
+    Param("seed", {"type": "integer", "minimum": 0, "maximum": SEED_MAX}, "seed of initialisation and shuffling.",
           default=42),
-    Param("training_epochs", {"type": "integer", "minimum": 1}, "training epochs (ReG: 80).",
+    Param("training_epochs", {"type": "integer", "minimum": 1, "maximum": ROUNDS_MAX}, "training epochs (ReG: 80).",
           default=80),
 )
 
@@ -94,7 +104,7 @@ TRIPLE = TrainingMethod("reg_triple", "ReG@Triple: SubgraphRAG's triple scorer (
                         "distance encoding + MLP) trained by BCE on weak, LLM-refined or "
                         "gold triple labels of KGQA questions.", (
     *COMMON,
-    Param("hidden", {"type": ["integer", "null"], "minimum": 1},
+    Param("hidden", {"type": ["integer", "null"], "minimum": 1, "maximum": WIDTH_MAX},
           "hidden width; null: the embedding size (SubgraphRAG's MLP).", default=None),
     Param("match_features", {"type": "boolean"},
           "add the question's cosine to each triple's text, relation, head and tail "
@@ -108,6 +118,6 @@ ENTITY = TrainingMethod("reg_entity", "ReG@Entity: a PNA GNN (torch-geometric) s
                         "entities, trained by BCE on the entities of weak, LLM-refined or "
                         "gold triple labels; a triple scores p(head) + p(tail).", (
     *COMMON,
-    Param("hidden", {"type": ["integer", "null"], "minimum": 1},
+    Param("hidden", {"type": ["integer", "null"], "minimum": 1, "maximum": WIDTH_MAX},
           "hidden width of the PNA layers; null: the embedding size.", default=None)),
     _build("entity"), "reg_train", trains="entity_scorer", evidence="triples")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kgrag.declarations import Param
+from kgrag.declarations import SEED_MAX, Param
 from kgrag.eval.halves import seeded_share
 
 SPLIT_PARAMS = (
@@ -18,7 +18,7 @@ SPLIT_PARAMS = (
           "share of the corpus's questions that train (by a seeded hash of their ids); "
           "every retrieve step of the spec skips them, so no evaluated question was "
           "trained on.", default=0.5),
-    Param("split_seed", {"type": "integer", "minimum": 0}, "seed of the split.", default=0),
+    Param("split_seed", {"type": "integer", "minimum": 0, "maximum": SEED_MAX}, "seed of the split.", default=0),
 )
 """Every training method's split: what ``split_of`` reads."""
 

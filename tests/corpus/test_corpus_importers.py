@@ -449,7 +449,25 @@ def test_a_corpus_path_in_a_symbolic_link_loop_is_refused(tmp_path: Path):
       "paragraphs (by their 'idx')")),
     ("musique", "musique_200.jsonl",
      lambda row: row["question_decomposition"][0].update(paragraph_support_idx=True),
-     ":2: question_decomposition[0]: paragraph_support_idx True names none"),
+     ":2: question_decomposition[0]: field 'paragraph_support_idx' must be an integer"),
+    ("musique", "musique_200.jsonl",
+     lambda row: row["question_decomposition"][0].update(paragraph_support_idx=None),
+     ":2: question_decomposition[0]: field 'paragraph_support_idx' must be an integer"),
+    ("musique", "musique_200.jsonl",
+     lambda row: row["question_decomposition"][0].update(paragraph_support_idx=3.0),
+     ":2: question_decomposition[0]: field 'paragraph_support_idx' must be an integer"),
+    ("musique", "musique_200.jsonl", lambda row: row["paragraphs"][0].update(idx="zero"),
+     ":2: paragraphs[0]: field 'idx' must be an integer"),
+    ("musique", "musique_200.jsonl", lambda row: row.update(answer=" ", answer_aliases=[]),
+     ":2: field 'answer' is empty and no alias names another"),
+    ("hotpotqa", "hotpotqa_200.jsonl", lambda row: row.update(answer=""),
+     ":2: field 'answer' is empty and no alias names another"),
+    ("musique", "musique_200.jsonl",
+     lambda row: [p.update(paragraph_text="") for p in row["paragraphs"]],
+     ":2: every paragraph of 'paragraphs' has empty text"),
+    ("2wiki", "2wiki_200.jsonl",
+     lambda row: [entry.__setitem__(1, [" ", ""]) for entry in row["context"]],
+     ":2: every paragraph of 'context' has empty text"),
     ("musique", "musique_200.jsonl",
      lambda row: row["question_decomposition"][1].pop("answer"),
      ":2: question_decomposition[1]: missing field 'answer'"),
@@ -463,8 +481,10 @@ def test_a_corpus_path_in_a_symbolic_link_loop_is_refused(tmp_path: Path):
      ":2: field 'question' is empty"),
     ("kgqa", "kgqa_webqsp.jsonl", lambda row: row.update(question="\n"),
      ":2: field 'question' is empty"),
-], ids=["support-idx-past", "support-idx-bool", "step-no-answer", "no-paragraphs", "no-context",
-        "blank-question", "empty-question", "kgqa-question"])
+], ids=["support-idx-past", "support-idx-bool", "support-idx-null", "support-idx-float",
+        "idx-text", "blank-answer", "empty-answer", "empty-paragraphs", "empty-context",
+        "step-no-answer", "no-paragraphs", "no-context", "blank-question", "empty-question",
+        "kgqa-question"])
 def test_a_benchmark_row_that_cannot_be_asked_is_refused_with_its_line(
         tmp_path: Path, data_dir: Path, dataset, name, change, problem):
     rows = read_lines(data_dir / name)[:2]
@@ -484,3 +504,45 @@ def test_a_document_id_that_is_no_string_or_integer_is_refused(tmp_path: Path, k
     with pytest.raises(KgragError, match=r"docs\.jsonl:2: field 'id' must be a string or an "
                                          r"integer \(or absent\)"):
         load(tmp_path, "jsonl", path)
+
+
+@pytest.mark.parametrize(("dataset", "name", "field", "shown"), [
+    ("musique", "musique_200.jsonl", "answer", "field answer"),
+    ("musique", "musique_200.jsonl", "id", "field id"),
+    ("hotpotqa", "hotpotqa_200.jsonl", "question", "field question"),
+    ("musique", "musique_200.jsonl", "paragraph", "field paragraphs[3].paragraph_text"),
+    ("2wiki", "2wiki_200.jsonl", "title", "field context[1][0]"),
+])
+def test_a_lone_surrogate_escape_is_refused_with_its_line_and_field(
+        tmp_path: Path, data_dir: Path, dataset, name, field, shown):
+    """Was: UnicodeEncodeError, far from the line, when the text was hashed or written."""
+    rows = read_lines(data_dir / name)[:2]
+    text = "Paris \ud800 France"
+    if field == "paragraph":
+        rows[1]["paragraphs"][3]["paragraph_text"] = text
+    elif field == "title":
+        rows[1]["context"][1][0] = text
+    else:
+        rows[1]["_id" if field == "id" and dataset != "musique" else field] = text
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    with pytest.raises(KgragError) as caught:
+        load(tmp_path, dataset, path)
+    assert str(caught.value) == (f"{path}:2: {shown} holds a lone surrogate escape (\\ud800), "
+                                 "half of a character that UTF-8 cannot encode; fix this line")
+
+
+def test_a_surrogate_pair_is_one_character_and_read(tmp_path: Path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": "smile \U0001f600"}) + "\n")
+    assert load(tmp_path, "jsonl", path).documents["text"].to_list() == ["smile \U0001f600"]
+
+
+def test_an_integer_too_long_to_read_is_refused_with_its_line(tmp_path: Path):
+    """Was: ValueError: Exceeds the limit (4300 digits) for integer string conversion."""
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"id": "a", "text": "fine"}\n{"id": ' + "7" * 5000 + ', "text": "b"}\n')
+    with pytest.raises(KgragError) as caught:
+        load(tmp_path, "jsonl", path)
+    assert str(caught.value) == (f"{path}:2: holds an integer of more than 4300 digits, more "
+                                 "than Python reads; fix this line")

@@ -16,7 +16,7 @@ from kgrag.spec.schema import SCHEMA
 
 def schema_names() -> list[str]:
     """The alternatives of the schema's ``evaluate.metrics`` pattern, a family with a
-    cut-off (``recall@[1-9][0-9]*``) by its name up to the ``@``."""
+    cut-off (``recall@[1-9][0-9]{0,3}``) by its name up to the ``@``."""
     pattern = SCHEMA["$defs"]["evaluate"]["properties"]["metrics"]["items"]["pattern"]
     alternatives = re.fullmatch(r"\^\((.*)\)\$", pattern).group(1).split("|")
     return sorted(a.partition("@")[0] + a.partition("@")[1] for a in alternatives)

@@ -208,6 +208,17 @@ def test_a_real_full_or_read_only_cache_folder_keeps_its_calls(tmp_path, disk, c
     assert CallCache(folder).stats().entries == 50  # the folder itself, never mounted over
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_that_takes_no_file_is_not_called_full():
+    """Was: "no space left on its disk" for /proc, whose file system counts no blocks."""
+    with pytest.raises(KgragError) as raised:
+        CallCache(Path("/proc"))
+    message = str(raised.value)
+    assert message.startswith("cannot write the model-call cache at /proc: it takes no new "
+                              "file: no such file or directory") and keeps_the_cache(message)
+    assert "no space" not in message
+
+
 # --- claims: a call another process is computing is waited for, not paid twice ---
 
 TWO_PROCESSES = """
@@ -275,6 +286,19 @@ def test_a_claim_left_by_a_killed_process_does_not_block(cache):
     assert (payload, computed) == ({"text": "ours"}, True)
     assert f"claim:{key}" not in cache._cache  # released after computing
     assert cache.stats().entries == 1  # claims are not entries
+
+
+def test_a_claim_this_process_left_in_an_abandoned_call_does_not_block(cache, monkeypatch):
+    """A Ctrl-C between claiming and releasing (``kgrag query`` abandoning an answer) left
+    a claim of this live process, which it would have waited for an hour."""
+    monkeypatch.setattr(cache_module, "CLAIM_TTL_S", 2.0)
+    key = request_key("llm", {"prompt": "abandoned"})
+    assert cache._claim([key]) == {key}  # claimed, never released: the call was abandoned
+    cache_module.abandon_claims()
+    started = time.monotonic()
+    payload, computed = one(cache, key, {"text": "ours"})
+    assert (payload, computed) == ({"text": "ours"}, True) and time.monotonic() - started < 1
+    assert f"claim:{key}" not in cache._cache
 
 
 @pytest.mark.parametrize(("cores", "others", "threads"), [

@@ -16,7 +16,7 @@ from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.embed import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
 from kgrag.models.embed_backends import BACKENDS
-from kgrag.models.embed_export import KEY_FILE
+from kgrag.models.embed_export import LOCK, MANIFEST
 from kgrag.models.registry import resolve_embedder
 from tests.conftest import SHARED_DATA, write_spec
 
@@ -79,7 +79,7 @@ def test_a_second_run_exports_nothing(settings, shared):
     root = shared.directory / "exported-embedders"
     made = {p: p.stat().st_mtime_ns for p in root.rglob("*")}
     assert {p.parent.name.rsplit("-", 1)[0] for p in made
-            if p.name == KEY_FILE} >= {"onnx", "onnx-int8"}  # the fp32 export, quantised
+            if p.name == MANIFEST} >= {"onnx", "onnx-int8"}  # the fp32 export, quantised
     again = CachedEmbedder(with_backend(settings, "onnx-int8"), shared)
     again.backend.load()
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*")} == made
@@ -140,7 +140,7 @@ def test_a_failed_export_says_so_once_and_falls_back_to_nothing(settings, tmp_pa
     with pytest.raises(KgragError, match="cannot export the embedder for backend 'onnx'"):
         embedder.encode(["Copenhagen is in Denmark."])
     root = cache.directory / "exported-embedders"
-    assert not any(root.iterdir())  # no half-written artefact, no scratch folder
+    assert [p.name for p in root.iterdir()] == [LOCK]  # no half-written artefact or scratch
     assert cache.stats().entries == 0 and embedder.usage.calls == 0  # no vector from elsewhere
 
 

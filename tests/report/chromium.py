@@ -1,6 +1,7 @@
 """Open a page in headless Chromium (Debian's ``chromium``) and report what a person
 would meet: console errors and uncaught exceptions, requests for anything but the
-page itself, how many plots drew, and a screenshot.
+page itself, how many plots drew, what a probe script found (after it clicked what a
+person would click), and a screenshot.
 
 Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``:
 it reads commands on fd 3 and writes replies and events on fd 4, each a JSON message
@@ -38,11 +39,14 @@ class PageVisit:
     errors: list[str] = field(default_factory=list)  # console errors, uncaught exceptions
     fetched: list[str] = field(default_factory=list)  # URLs requested besides the page
     plots: int = 0  # plotly figures drawn
+    probed: Any = None  # the value of the probe script, when one was given
 
 
-def visit(page: Path, screenshot: Path, height: int = 2400) -> PageVisit:
-    """Load ``page``, wait for its load event, and save the top ``height`` pixels of it
-    (``WIDTH`` wide) as a PNG at ``screenshot``."""
+def visit(page: Path, screenshot: Path, height: int = 2400, probe: str | None = None
+          ) -> PageVisit:
+    """Load ``page``, wait for its load event, run the JavaScript expression ``probe`` in
+    it (its JSON-serialisable value is kept; it may open and scroll the page), and save
+    the ``height`` pixels then in view (``WIDTH`` wide) as a PNG at ``screenshot``."""
     commands_r, commands_w = os.pipe()
     replies_r, replies_w = os.pipe()
     # the browser's ends, numbered from 10 so that putting them at 3 and 4 moves nothing
@@ -61,7 +65,7 @@ def visit(page: Path, screenshot: Path, height: int = 2400) -> PageVisit:
             os.close(fd)
         session = _Session(commands_w, replies_r)
         try:
-            return session.visit(page, screenshot, height)
+            return session.visit(page, screenshot, height, probe)
         finally:
             _end(browser)
             os.close(commands_w)
@@ -95,7 +99,8 @@ class _Session:
         self.deadline = time.monotonic() + TIMEOUT_S
         self.target: str | None = None
 
-    def visit(self, page: Path, screenshot: Path, height: int) -> PageVisit:
+    def visit(self, page: Path, screenshot: Path, height: int, probe: str | None
+              ) -> PageVisit:
         targets = self.call("Target.getTargets")["targetInfos"]
         tab = next(t["targetId"] for t in targets if t["type"] == "page")
         self.target = self.call("Target.attachToTarget", targetId=tab, flatten=True)["sessionId"]
@@ -106,9 +111,15 @@ class _Session:
         self.call("Page.navigate", url=page.resolve().as_uri())
         self.wait_for("Page.loadEventFired")
         plots = self.call("Runtime.evaluate", expression=PLOTS)["result"]["value"]
+        probed = None
+        if probe is not None:
+            result = self.call("Runtime.evaluate", expression=probe, returnByValue=True)
+            if "exceptionDetails" in result:
+                raise RuntimeError(f"the probe failed: {result['exceptionDetails']}")
+            probed = result["result"].get("value")
         shot = self.call("Page.captureScreenshot", format="png")
         screenshot.write_bytes(base64.b64decode(shot["data"]))
-        return PageVisit(self.errors(), self.fetched(page), plots)
+        return PageVisit(self.errors(), self.fetched(page), plots, probed)
 
     def errors(self) -> list[str]:
         found = []

@@ -1,5 +1,7 @@
 """The report in a real headless browser (Debian's chromium): it opens with no console
-error, draws every figure, fetches nothing, and the check fails on a page that errs."""
+error, draws every figure, fetches nothing, and the check fails on a page that errs; a
+cited answer is seen marked in the text of the unit it cites; the report of a run
+without questions opens too."""
 
 from __future__ import annotations
 
@@ -10,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from kgrag.contents.answers import read_answers, read_citations
+from kgrag.contents.chunks import read_chunks
+from kgrag.corpus.sources import chunk_sources
+from kgrag.report.page import REPORT, write_report
+from kgrag.report.run_folder import RunFolder
 from tests.report.chromium import WIDTH, chromium, visit
 
 FIGURE = 'class="plotly-graph-div"'  # one per figure in the page's HTML
@@ -56,3 +63,71 @@ def test_the_check_fails_on_a_page_that_errs_or_fetches(report_page: Path,
     assert any("reportIsBroken is not a function" in error for error in seen.errors)
     assert seen.fetched == [(tmp_path / "elsewhere.png").as_uri()]
     assert seen.plots == page.count(FIGURE)  # the figures before the fault still drew
+
+
+READ_A_QUESTION = """(() => {
+  const seen = element => !!element && element.checkVisibility()
+    && element.getClientRects().length > 0;
+  const question = document.querySelector('details.question');
+  const cited = question.querySelector('li.cited');
+  const closed = seen(cited.querySelector('mark'));
+  question.querySelector('summary').click();  // a person opens the question
+  const mark = cited.querySelector('mark'), where = cited.querySelector('.where');
+  const other = question.querySelector('li:not(.cited) details.unit');
+  const before = seen(other.querySelector('div.text'));
+  other.querySelector('summary').click();  // and another unit's text
+  mark.scrollIntoView({block: 'center'});
+  return {closed, mark: mark.textContent, markSeen: seen(mark),
+          markBackground: getComputedStyle(mark).backgroundColor,
+          where: where.textContent, whereSeen: seen(where),
+          citedText: cited.querySelector('div.text').innerText,
+          otherBefore: before, otherAfter: seen(other.querySelector('div.text')),
+          otherText: other.querySelector('div.text').innerText,
+          otherUnit: other.querySelector('code').textContent};
+})()"""
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_cited_answer_reads_in_the_browser(cited_run: Path, tmp_path: Path) -> None:
+    """Open the first question: the unit its answer cites shows its file and page and its
+    text, the answer marked in it; another unit's text opens on a click."""
+    run = RunFolder.open(cited_run)
+    page = write_report(cited_run)
+    screenshot = tmp_path / "cited.png"
+    seen = visit(page, screenshot, 1200, READ_A_QUESTION)
+    print(f"\nscreenshot of a cited answer: {screenshot}")
+    assert seen.errors == [] and seen.fetched == []
+    found = seen.probed
+    answers = read_answers(run.artefact("answer.dense"))
+    [unit] = read_citations(run.artefact("answer.dense"))["cited_units"][0]
+    chunks = read_chunks(run.artefact("chunks"))
+    text = dict(zip(chunks["chunk_id"], chunks["context"]))
+    assert not found["closed"]  # hidden until the question is opened
+    assert found["markSeen"] and words(found["mark"]) == answers["answer"][0]
+    assert found["markBackground"] not in ("rgba(0, 0, 0, 0)", "rgb(255, 255, 255)")
+    assert found["whereSeen"] and found["where"] == chunk_sources(chunks)[unit] == \
+        "guide.pdf, pp. 1-2"
+    assert words(found["citedText"]) == words(text[unit])
+    assert not found["otherBefore"] and found["otherAfter"]
+    assert words(found["otherText"]) == words(text[found["otherUnit"]])
+
+
+def test_the_report_of_a_run_without_questions_opens_in_the_browser(
+        browse_run: tuple[Path, str], tmp_path: Path) -> None:
+    folder, _ = browse_run
+    page = folder / REPORT
+    screenshot = tmp_path / "browse.png"
+    seen = visit(page, screenshot, 1400, """(() => {
+      const chunk = document.querySelector('ol.chunks details.unit');
+      chunk.querySelector('summary').click();
+      const text = chunk.querySelector('div.text');
+      return {text: text.innerText, seen: text.checkVisibility()};
+    })()""")
+    print(f"\nscreenshot of a report without questions: {screenshot}")
+    assert seen.errors == [] and seen.fetched == []
+    assert seen.plots == page.read_text().count(FIGURE) == 3  # cost, sizes, degrees
+    chunks = read_chunks(RunFolder.open(folder).artefact("chunks"))
+    assert seen.probed["seen"] and words(seen.probed["text"]) == words(chunks["context"][0])

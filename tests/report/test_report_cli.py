@@ -78,7 +78,8 @@ def test_a_run_that_did_not_finish_or_evaluate_is_one_error(
     assert main(["query", str(spec), "Where is Van Hook Township?"]) == 0
     capsys.readouterr()
     [line] = errors_of(["report", str(folder)], capsys)
-    assert line.startswith(f"kgrag: error: the last run in {folder} evaluated nothing: ")
+    assert line.startswith(f"kgrag: error: the last run in {folder} evaluated nothing, though "
+                           "its corpus has questions: a `kgrag query` ran there since")
     (folder / MANIFEST).write_text(json.dumps({**manifest, "status": "running"}))
     [line] = errors_of(["report", str(folder)], capsys)
     assert line == (f"kgrag: error: the run in {folder} has not finished (it is running, or "

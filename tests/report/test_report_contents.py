@@ -4,19 +4,21 @@ and every question with every strategy's units, answer and trace."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 from html import escape
 from pathlib import Path
 
 from kgrag.contents.bipartite import read_edges
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.entities import read_entities, read_relationships
-from kgrag.contents.metrics import read_metrics
+from kgrag.contents.metrics import read_metrics, write_metrics
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.declarations import step_name
 from kgrag.pipeline.graph_kinds import GRAPH_KINDS
 from kgrag.report.figures import metric_bars, score_columns, sweep_curves
-from kgrag.report.page import training_table
+from kgrag.report.page import write_report
 from kgrag.report.run_folder import RunFolder
 
 
@@ -85,14 +87,36 @@ def test_the_drilldown_shows_each_question_and_what_each_strategy_did(
     first = read_retrieved(run.artefact(step_name("retrieve", strategies[0]))).row(0, named=True)
     units = [page.index(f"<code>{escape(unit)}</code>") for unit in first["unit_ids"]]
     assert units == sorted(units)
-    assert "<li class=gold>★ " in page
+    assert '<li class="gold"><details class="unit"><summary>★ ' in page
 
 
-def test_the_training_section_shows_each_entry_or_says_there_is_none(report_page: Path) -> None:
-    page = report_page.read_text().split('<section id="training">')[1].split("</section>")[0]
-    assert "no training in this spec" in page  # the fixture spec trains nothing
+def test_the_training_section_is_there_only_when_the_spec_trains(
+        finished_run: Path, report_page: Path, tmp_path: Path) -> None:
+    """Was: a Training section saying "no training in this spec" in every report."""
+    page = report_page.read_text()
+    assert 'id="training"' not in page and 'href="#training"' not in page
+    trained = tmp_path / "trained"
+    shutil.copytree(finished_run, trained)
+    run = RunFolder.open(trained)
     rows = [{"graph": "ark", "kind": "ark", "wall_s": 12.5, "stage1_loss": 0.42},
             {"graph": "ark_s1", "kind": "ark", "wall_s": 3.0}]
-    table = training_table(rows)
-    assert table.count("<tr><td>") == 2 and "<th>stage1_loss</th>" in table
-    assert "<td>ark_s1</td>" in table and "<th>llm_calls</th>" not in table  # only columns held
+    write_metrics(run.artefact("evaluate"), {**run.metrics, "training": rows})
+    page = write_report(trained).read_text()
+    section = page.split('<section id="training">')[1].split("</section>")[0]
+    assert 'href="#training"' in page
+    assert section.count("<tr><td>") == 2 and "<th>stage1_loss</th>" in section
+    assert "<td>ark_s1</td>" in section and "<th>llm_calls</th>" not in section  # only held
+
+
+def test_builds_of_a_run_that_evaluated_nothing_are_those_evaluate_reports(
+        finished_run: Path) -> None:
+    """A run without questions has no metrics: its build rows are made from the steps'
+    records, as the evaluate step makes them (skeleton sweeps, keywords, hierarchy)."""
+    run = RunFolder.open(finished_run)
+    indexing = [step for step in run.manifest["steps"]
+                if step["kind"] not in ("retrieve", "answer", "evaluate")]
+    unevaluated = dataclasses.replace(run, metrics=None,
+                                      manifest={**run.manifest, "steps": indexing})
+    assert unevaluated.builds == run.metrics["builds"]
+    assert [b["graph"] for b in unevaluated.builds] == ["skel@beta=0.2", "skel@beta=0.4", "kw",
+                                                        "h"]

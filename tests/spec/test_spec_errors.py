@@ -92,7 +92,8 @@ def test_booleans_floats_lists_and_null_are_not_integers(
     tmp_path: Path, value: str, shown: str
 ) -> None:
     path = write(tmp_path, VALID_HEAD, f"chunking:\n  size: {value}\n")
-    assert check_spec(path) == [f"{path}:6: chunking.size: expected integer ≥ 16, got {shown}"]
+    assert check_spec(path) == [
+        f"{path}:6: chunking.size: expected integer ≥ 16 and ≤ 1048576, got {shown}"]
 
 
 def test_type_message_for_nullable_bounded_number(tmp_path: Path) -> None:
@@ -157,7 +158,7 @@ def test_missing_required_keys(tmp_path: Path) -> None:
                 "evaluate.metrics[0]: 'accuracy' does not match the required pattern "
                 "^(em|f1|citation_precision|citation_precision_answer|citation_recall|cited|coverage|iterations|"
                 "context_recall|hit|macro_f1|micro_f1|answer_coverage|extraction|"
-                "recall@[1-9][0-9]*|hit@[1-9][0-9]*)$"
+                "recall@[1-9][0-9]{0,3}|hit@[1-9][0-9]{0,3})$"
             ),
         ),
     ],
@@ -577,22 +578,100 @@ def test_a_thread_count_is_bounded(tmp_path: Path) -> None:
     assert check_spec(path) == [f"{path}:6: models.llm.n_threads: must be ≤ 1024, got 1000000"]
 
 
-@pytest.mark.parametrize(("value", "shown"), [("0400", '"0400"'), ("4:16", '"4:16"'),
-                                              ("-010", '"-010"'), ("1:30.5", '"1:30.5"')])
-def test_numbers_yaml_versions_read_differently_are_refused(
-    tmp_path: Path, value: str, shown: str
-) -> None:
-    """YAML 1.1 reads 0400 as octal and 4:16 as base 60 (both 256); YAML 1.2 does not."""
+@pytest.mark.parametrize("value", ["0400", "4:16", "-010", "1:30.5", "0b100000000", "1_024",
+                                   "+0b1_0", "0x1_0", "1_0.5", "1.5_0"])
+def test_numbers_yaml_versions_read_differently_are_refused(tmp_path: Path, value: str) -> None:
+    """YAML 1.1 reads 0400 as octal, 4:16 as base 60, 0b100000000 as binary (all 256) and
+    1_024 as 1024; YAML 1.2 reads the first as 400 and the others as text."""
     path = write(tmp_path, VALID_HEAD, f"chunking: {{size: {value}}}\n")
-    assert check_spec(path) == [
-        f"{path}:5: chunking.size: expected integer ≥ 16, got {shown}: YAML versions disagree "
-        + "on a leading 0 (octal) and on colons (base 60); write the number in plain decimal"]
+    assert check_spec(path) == [(
+        f'{path}:5: chunking.size: expected integer ≥ 16 and ≤ 1048576, got "{value}": YAML '
+        "versions disagree on a leading 0 (octal), on colons (base 60), on 0b (binary) and on "
+        "underscores; write the number in plain decimal")]
+
+
+@pytest.mark.parametrize("value", ["yes", "No", "ON", "off"])
+def test_booleans_yaml_versions_read_differently_are_refused(tmp_path: Path, value: str) -> None:
+    """YAML 1.1 reads yes / no / on / off as booleans; YAML 1.2 reads them as text."""
+    path = write(tmp_path, VALID_HEAD, f"chunking: {{title: {value}}}\n")
+    assert check_spec(path) == [(
+        f'{path}:5: chunking.title: expected boolean, got "{value}": YAML versions disagree on '
+        "yes, no, on and off (booleans to YAML 1.1, text to YAML 1.2); write true or false")]
 
 
 def test_such_numbers_are_text_where_text_belongs(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "description: 0400\nchunking: {size: 400}\n")
     spec = load_spec(path)
     assert spec.data["description"] == "0400" and spec.chunking["size"] == 400
+    for value in ("1_024", "0b11", "yes", "off"):
+        path = write(tmp_path, VALID_HEAD, f"description: {value}\nchunking: {{title: false}}\n")
+        spec = load_spec(path)
+        assert spec.data["description"] == value and spec.chunking["title"] is False
+
+
+def integer_schemas(node: object, path: str = "") -> list[tuple[str, dict]]:
+    """Every schema in ``node`` that admits an integer, with where it sits."""
+    found = []
+    if isinstance(node, dict):
+        types = node.get("type")
+        if "integer" in (types if isinstance(types, list) else [types]):
+            found.append((path, node))
+        for key, value in node.items():
+            found.extend(integer_schemas(value, f"{path}/{key}"))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found.extend(integer_schemas(value, f"{path}/{index}"))
+    return found
+
+
+def test_every_integer_of_the_schema_has_a_maximum() -> None:
+    """A value past what a run can use (an extra zero, 2**64) is refused at validate, not
+    passed to a 32-bit C argument or an allocation deep in a run."""
+    from kgrag.spec.schema import SCHEMA
+
+    found = integer_schemas(SCHEMA)
+    assert len(found) > 80
+    assert [path for path, schema in found if "maximum" not in schema and "enum" not in schema
+            ] == []
+
+
+@pytest.mark.parametrize(("extra", "line", "message"), [
+    ("chunking: {size: 100000000000000000000000000000}\n", 5,
+     "chunking.size: must be ≤ 1048576, got 100000000000000000000000000000"),
+    ("models:\n  llm: {seed: 18446744073709551616}\n", 6,
+     "models.llm.seed: must be ≤ 2147483647, got 18446744073709551616"),
+    ("models:\n  llm: {n_ctx: 99999999999}\n", 6,
+     "models.llm.n_ctx: must be ≤ 1048576, got 99999999999"),
+    ("answer: {max_tokens: 10000000000}\n", 5,
+     "answer.max_tokens: must be ≤ 1048576, got 10000000000"),
+    ("answer: {questions: 100000000000000000000}\n", 5,
+     "answer.questions: must be ≤ 1000000000, got 100000000000000000000"),
+    ("query:\n  - {name: d, strategy: naive, top_k: 1000000}\n", 6,
+     "query[0].top_k: must be ≤ 100000, got 1000000"),
+    ("graphs:\n  - {name: s, kind: skeleton, seed: 4294967296}\n", 6,
+     "graphs[0].seed: must be ≤ 2147483647, got 4294967296"),
+], ids=["chunk-size", "seed", "n_ctx", "max_tokens", "answered", "top_k", "graph-seed"])
+def test_numbers_past_what_a_run_can_use_are_refused(tmp_path: Path, extra: str, line: int,
+                                                     message: str) -> None:
+    path = write(tmp_path, VALID_HEAD, extra)
+    assert check_spec(path) == [f"{path}:{line}: {message}"]
+
+
+def test_a_corpus_limit_past_what_a_run_can_use_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID_HEAD + "  limit: 100000000000000000000\n")
+    assert check_spec(path) == [
+        f"{path}:5: corpus.limit: must be ≤ 1000000000, got 100000000000000000000"]
+
+
+@pytest.mark.parametrize(("metric", "valid"), [
+    ("recall@9999", True), ("hit@1", True), ("recall@10000", False),
+    ("recall@99999999999999999999", False), ("hit@0", False)])
+def test_a_metric_cut_off_is_bounded(tmp_path: Path, metric: str, valid: bool) -> None:
+    path = write(tmp_path, VALID_HEAD, f"evaluate: {{metrics: [{metric}]}}\n")
+    problems = check_spec(path)
+    assert problems == [] if valid else (
+        len(problems) == 1
+        and problems[0].startswith(f"{path}:5: evaluate.metrics[0]: '{metric}' does not match"))
 
 
 @pytest.mark.parametrize("query, answer, line, message", [
@@ -608,3 +687,31 @@ def test_answers_that_need_a_context_of_chunks_are_refused_by_validate(
     path = write(tmp_path, VALID_HEAD, "query:\n", query, f"answer: {answer}\n")
     problems = check_spec(path)
     assert len(problems) == 1 and problems[0].startswith(f"{path}:{line}: {message}")
+
+
+@pytest.mark.parametrize(("extra", "line", "where", "shown"), [
+    ("", 4, "corpus.path", '"\\n"'),
+    ("extraction: {model: \"a\\nb\"}\n", 5, "extraction.model", '"a\\nb"'),
+    ("models:\n  llm: {model: \"x\\ty.gguf\"}\n", 6, "models.llm.model", '"x\\ty.gguf"'),
+    ("models:\n  embedder: {model: \"e\\rm\"}\n", 6, "models.embedder.model", '"e\\rm"'),
+    ("cache: {dir: \"c\\u2028d\"}\n", 5, "cache.dir", '"c\\u2028d"'),
+    ("outputs: \"o\\eu\"\n", 5, "outputs", '"o\\u001bu"'),
+    ("query:\n  - {name: d, strategy: naive, embedder: \"m\\n\"}\n", 6, "query[0].embedder",
+     '"m\\n"'),
+    ("training:\n  - {name: t, method: ark, base: \"b\\n\"}\n", 6, "training[0].base", '"b\\n"'),
+], ids=["corpus-path", "extraction-model", "llm", "embedder", "cache", "outputs", "strategy",
+        "training"])
+def test_a_control_character_in_a_path_or_model_name_is_refused(
+        tmp_path: Path, extra: str, line: int, where: str, shown: str) -> None:
+    """Was: valid, then a message split over two lines at the dry run."""
+    head = VALID_HEAD.replace("data/musique.jsonl", '"\\n"') if where == "corpus.path" else VALID_HEAD
+    path = write(tmp_path, head, extra)
+    assert check_spec(path) == [
+        (f"{path}:{line}: {where}: must not hold a control character (a line break, a tab…) "
+        f"in a path or a model name, got {shown}")]
+
+
+def test_a_served_model_missing_a_key_says_which(tmp_path: Path) -> None:
+    """Was: "... is not valid under any of the given schemas"."""
+    path = write(tmp_path, VALID_HEAD, "extraction: {model: {server: 'http://h', model: m}}\n")
+    assert check_spec(path) == [f"{path}:5: extraction.model: missing required key 'identity'"]

@@ -21,6 +21,7 @@ from kgrag.corpus.importers.records import (
     question_corpus,
     question_record,
     read_jsonl,
+    require_text,
     select_questions,
 )
 from kgrag.errors import KgragError
@@ -36,8 +37,9 @@ def import_musique(path: Path, cfg: Mapping[str, Any]) -> Corpus:
         where = f"{path}:{lineno}"
         paragraphs = []
         supporting = []
+        indices = []
         listed = get_items(record, "paragraphs", where, "the paragraphs it is asked over")
-        for paragraph in listed:
+        for at, paragraph in enumerate(listed):
             if not isinstance(paragraph, dict):
                 raise KgragError(f"{where}: each entry of 'paragraphs' must be an object")
             pair = (
@@ -47,7 +49,10 @@ def import_musique(path: Path, cfg: Mapping[str, Any]) -> Corpus:
             paragraphs.append(pair)
             if get_field(paragraph, "is_supporting", bool, where):
                 supporting.append(pair)
-        steps = _decomposition(record, [p.get("idx", at) for at, p in enumerate(listed)], where)
+            indices.append(get_field(paragraph, "idx", int, f"{where}: paragraphs[{at}]")
+                           if "idx" in paragraph else at)
+        require_text(paragraphs, "paragraphs", where)
+        steps = _decomposition(record, indices, where)
         aliases = get_strings(record, "answer_aliases", where) if "answer_aliases" in record else []
         records.append(replace(question_record(lineno, record, where, "id", paragraphs,
                                                supporting, aliases=aliases),
@@ -55,19 +60,20 @@ def import_musique(path: Path, cfg: Mapping[str, Any]) -> Corpus:
     return question_corpus(select_questions(records, cfg, path))
 
 
-def _decomposition(record: Mapping[str, Any], indices: list[Any], where: str
+def _decomposition(record: Mapping[str, Any], indices: list[int], where: str
                    ) -> tuple[tuple[str, str], ...]:
     """The question's decomposition as (sub-question, answer) pairs, in order. Every
-    ``paragraph_support_idx`` names one of its paragraphs (by their ``idx``), or is null:
-    it names none."""
+    ``paragraph_support_idx`` is an integer naming one of its paragraphs (by their
+    ``idx``): a step answered from no paragraph, or from a paragraph ``3.0`` only seems to
+    name, is a broken line."""
     steps = record.get("question_decomposition", [])
     if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
         raise KgragError(f"{where}: 'question_decomposition' must be a list of objects")
     for number, step in enumerate(steps):
-        named = step.get("paragraph_support_idx")
-        if named is not None and (isinstance(named, bool) or named not in indices):
-            raise KgragError(f"{where}: question_decomposition[{number}]: "
-                             f"paragraph_support_idx {named!r} names none of the line's "
+        at = f"{where}: question_decomposition[{number}]"
+        named = get_field(step, "paragraph_support_idx", int, at)
+        if named not in indices:
+            raise KgragError(f"{at}: paragraph_support_idx {named} names none of the line's "
                              f"{len(indices)} paragraphs (by their 'idx')")
     return tuple((get_field(step, "question", str, f"{where}: question_decomposition[{number}]"),
                   get_field(step, "answer", str, f"{where}: question_decomposition[{number}]"))
@@ -114,6 +120,7 @@ def _context_question(lineno: int, record: Mapping[str, Any], path: Path) -> Que
         ):
             raise KgragError(f"{where}: 'context' entries must be [title, [sentences]]")
         paragraphs.append((entry[0], _join_sentences(entry[1])))
+    require_text(paragraphs, "context", where)
     question = question_record(lineno, record, where, "_id", paragraphs,
                                (pair for pair in paragraphs if pair[0] in gold_titles))
     return replace(question, triples=_evidences(record, where))

@@ -9,6 +9,8 @@ reports alike.
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,12 @@ _JSON_KIND = {
 }
 
 T = TypeVar("T")
+
+# Where a line may hold a lone surrogate: an escape of one (``\ud800``) or one encoded as
+# UTF-8 bytes, which Python's JSON reader lets through. A pair of escapes matches too (it
+# decodes to one character), so a match only says the line is worth a closer look.
+_MAY_HOLD_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -84,9 +92,34 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise KgragError(f"{path}:{lineno}: nested too deeply to read (lists or "
                                  "objects inside each other past Python's recursion limit); "
                                  "fix this line") from None
+            except ValueError:  # the one other refusal: an integer too long to convert
+                raise KgragError(f"{path}:{lineno}: holds an integer of more than "
+                                 f"{sys.get_int_max_str_digits()} digits, more than Python "
+                                 "reads; fix this line") from None
             if not isinstance(record, dict):
                 raise KgragError(f"{path}:{lineno}: expected a JSON object per line")
+            if _MAY_HOLD_SURROGATE.search(raw):
+                _refuse_surrogates(record, f"{path}:{lineno}")
             yield lineno, record
+
+
+def _refuse_surrogates(record: dict[str, Any], where: str) -> None:
+    """Refuse a line whose strings (keys too) hold a lone surrogate (``\\ud800``): half of
+    a character, which no UTF-8 file, table or hash can take, so it would fail far from the
+    line that holds it. Walked with a stack: a line may nest as deep as the reader allows."""
+    stack: list[tuple[str, Any]] = [(f"field {key}", value) for key, value in record.items()]
+    stack.extend(("a key", key) for key in record)  # popped first: a path names only keys
+    while stack:
+        at, value = stack.pop()
+        if isinstance(value, str) and (found := _SURROGATE.search(value)):
+            raise KgragError(f"{where}: {at} holds a lone surrogate escape "
+                             f"(\\u{ord(found.group()):04x}), half of a character that "
+                             "UTF-8 cannot encode; fix this line")
+        if isinstance(value, dict):
+            stack.extend((f"{at}.{key}", item) for key, item in value.items())
+            stack.extend((f"a key in {at}", key) for key in value)
+        elif isinstance(value, list):
+            stack.extend((f"{at}[{index}]", item) for index, item in enumerate(value))
 
 
 def get_field(record: Mapping[str, Any], name: str, kind: type[T], where: str) -> T:
@@ -144,17 +177,32 @@ def question_record(lineno: int, record: Mapping[str, Any], where: str, id_field
     ``id_field``), ``question`` and ``answer`` (``aliases`` follow the answer).
 
     The fields are read in that order, so a line with several flaws reports the
-    same one first whatever its dataset.
+    same one first whatever its dataset. A question needs an answer that is not blank (or a
+    non-blank alias): without one every answer metric would score it zero, unnoticed.
     """
+    question_id = get_field(record, id_field, str, where)
+    question = get_question(record, where)
+    answers = clean_answers([get_field(record, "answer", str, where), *aliases])
+    if not answers:
+        raise KgragError(f"{where}: field 'answer' is empty and no alias names another; a "
+                         "question needs a gold answer to be scored against")
     return QuestionRecord(
         line=lineno,
-        question_id=get_field(record, id_field, str, where),
-        question=get_question(record, where),
-        answers=clean_answers([get_field(record, "answer", str, where), *aliases]),
+        question_id=question_id,
+        question=question,
+        answers=answers,
         paragraphs=tuple(paragraphs),
         supporting=tuple(supporting),
         gold_sentence_ids=tuple(gold_sentence_ids),
     )
+
+
+def require_text(paragraphs: list[tuple[str, str]], name: str, where: str) -> None:
+    """Refuse a question whose paragraphs (listed under ``name``) all have empty text:
+    none of them could be retrieved, so it could never be answered from the corpus."""
+    if not any(text.strip() for _, text in paragraphs):
+        raise KgragError(f"{where}: every paragraph of {name!r} has empty text; a question "
+                         "needs the paragraphs it is asked over")
 
 
 def select_questions(
