@@ -270,6 +270,59 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_init(args: argparse.Namespace) -> int:
+    # kgrag.api.init is the same call; the spec package alone loads in a fraction of the
+    # time, as for validate
+    from kgrag.spec.starter import write_starter
+
+    written = write_starter(Path(args.path), None if args.output is None else Path(args.output),
+                            force=args.force)
+    found = written.detected
+    for note in found.notes:
+        print(f"note: {note}")
+    questions = ("its own questions" if found.questions_file is None and found.questions
+                 else f"questions from {found.questions_file}" if found.questions_file
+                 else "no questions file: it builds the index, evaluates nothing")
+    print(f"wrote {written.path}: dataset {found.dataset}, {questions}")
+    print(f"next: kgrag run {written.path.name}; kgrag query {written.path.name} \"a question\"")
+    return 0
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from kgrag import api
+
+    done = api.export_graph(args.spec, args.output, args.build, args.format)
+    nodes = ", ".join(f"{count} {kind}" for kind, count in done.nodes.items())
+    edges = ", ".join(f"{count} {kind}" for kind, count in done.edges.items())
+    print(f"graph {done.build} ({done.kind}): nodes {nodes or 'none'}; edges {edges or 'none'}")
+    for path in done.paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def _cmd_gc(args: argparse.Namespace) -> int:
+    from kgrag import api
+
+    found = api.gc(args.spec, dry_run=args.dry_run)
+    for name, specs in found.kept.items():
+        print(f"kept {name}: needed by {', '.join(_shown(s) for s in specs)}")
+    for leftover in found.leftovers:
+        print(f"  {leftover.path.name:<48} {_size(leftover.size):>10}  {leftover.why}")
+    verb = "removed" if found.removed else "would remove (dry run)"
+    print(f"{_shown(found.run_dir)}: {verb} {len(found.leftovers)} folder(s), "
+          f"{_size(found.size)}")
+    return 0
+
+
+def _size(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.1f} KiB"
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it is under it."""
+    return str(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgrag", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
@@ -328,6 +381,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["stats", "clear"])
     p.add_argument("--dir", help="cache folder (default: $KGRAG_CACHE_DIR or ~/.cache/kgrag)")
     p.set_defaults(func=_cmd_cache)
+
+    p = sub.add_parser("init", help="write a commented first spec for a folder of documents, "
+                       "a JSON Lines file or a HolisQA domain folder")
+    p.add_argument("path", help="the corpus: a folder of documents, a benchmark or documents "
+                   ".jsonl file, or a HolisQA domain folder")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="the spec to write (default: ./<corpus name>.yaml)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing FILE")
+    p.set_defaults(func=_cmd_init)
+
+    p = sub.add_parser("graph", help="write a graph build of a spec as GraphML, JSON or CSV "
+                       "(for Gephi, Cytoscape, networkx), building it first if needed")
+    p.add_argument("spec")
+    p.add_argument("build", nargs="?", help="a graph build's name (a sweep's variant by its "
+                   "label), or kg for a KGQA corpus's graph (default: the first)")
+    p.add_argument("--format", choices=["graphml", "json", "csv"], default="graphml")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the file to write (with --format csv: a folder for nodes.csv and "
+                        "edges.csv)")
+    p.set_defaults(func=_cmd_graph)
+
+    p = sub.add_parser("gc", help="remove a run's artefact folders its spec no longer reads, "
+                       "and temporary folders of killed runs")
+    p.add_argument("spec")
+    p.add_argument("--dry-run", action="store_true", help="list them with their sizes and stop")
+    p.set_defaults(func=_cmd_gc)
 
     p = sub.add_parser("models", help="bundled models, their files and sha256")
     p.set_defaults(func=_cmd_models)

@@ -40,6 +40,11 @@ def read_subchunks(folder: Path, columns: list[str] | None = None) -> pl.DataFra
     return pl.read_parquet(folder / SUBCHUNKS_FILE, columns=columns)
 
 
+def read_keywords(folder: Path) -> pl.DataFrame:
+    """Each keyword and its number of sub-chunks (``keyword``, ``n_subchunks``)."""
+    return pl.read_parquet(folder / KEYWORDS_FILE, columns=["keyword", "n_subchunks"])
+
+
 def keyword_degrees(folder: Path) -> list[int]:
     """Each keyword's number of sub-chunks, its degree in the bipartite graph."""
     return pl.read_parquet(folder / KEYWORDS_FILE, columns=["n_subchunks"])["n_subchunks"].to_list()

@@ -116,6 +116,7 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     trainings, held_out, trained = _add_training(plan, spec, models, env, llm)
     embedder = models.identity(models.model("embedder"))
     graph_variants, builds = _add_graphs(plan, spec, dataclasses.replace(env, embedder=embedder))
+    plan.builds = builds
     strategies = [s for q in spec.query for s in _expand_strategy(thaw(q), graph_variants)]
     entries = {q["name"]: thaw(q) for q in spec.query}
     strategies = [(chosen, _resolve_members(s, entries, graph_variants, env))

@@ -27,6 +27,8 @@ class Plan:
     # strategy name -> its retrieve step, which ``kgrag query`` loads; a run executes it
     # only when the corpus has questions (it is then in ``steps`` too)
     queries: dict[str, Step] = field(default_factory=dict)
+    # per graph build variant, in spec order: {"graph": label, "kind", "steps": [names]}
+    builds: list[dict[str, Any]] = field(default_factory=list)
 
     def step(self, name: str, kind: str, config: dict[str, Any],
              inputs: dict[str, str] | None = None) -> Step:

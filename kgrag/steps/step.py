@@ -21,6 +21,9 @@ R = TypeVar("R")
 # Inside every artefact folder: the manifest record of the run that built it (wall time,
 # peak memory, model calls and cache hits, notes), so its cost outlives that run.
 BUILD_RECORD = "build.json"
+# Beside the artefact folders: ``<prefix><step>-<fingerprint12>``, a long step's state
+# while it runs (``StepContext.resume_dir``).
+RESUME_PREFIX = ".resume-"
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ class StepContext:
         """Where a long step keeps its state while it runs, beside its artefact (whose
         folder exists only once complete): a stopped run leaves it, a rerun of the same
         step (same fingerprint) continues from it, and the step removes it once done."""
-        return self.out_dir.parent / f".resume-{self.step.name}-{self.step.fingerprint[:12]}"
+        return (self.out_dir.parent
+                / f"{RESUME_PREFIX}{self.step.name}-{self.step.fingerprint[:12]}")
 
     def progress(self, iterable: Iterable[T], total: int | None = None, desc: str = "",
                  unit: str = "it") -> Iterator[T]:
