@@ -133,7 +133,7 @@ def test_the_report_links_each_citation_to_its_unit(project):
     links = re.findall(r'<a href="#(q\d+-s0-\d+)">\[(\d+)\]</a>', page)
     assert len(links) >= 3  # every question's answer cites at least one unit
     for target, number in links:
-        assert target.endswith(f"-{number}") and f"<li id={target}" in page
+        assert target.endswith(f"-{number}") and f'<li id="{target}"' in page
 
 
 def test_the_citation_grammar_compiles_and_admits_only_numbers_shown():
