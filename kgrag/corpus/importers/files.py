@@ -8,14 +8,16 @@ corpus. Its blocks are joined by blank lines, and each block's span becomes a ro
 ``Corpus.sections`` (file, page, heading), so every chunk can say where it came from.
 
 A file that gives no text (encrypted, image-only, corrupt, unsupported, empty, not
-UTF-8) is a row of ``Corpus.sources`` with its failure, and the rest of the folder is
-imported as if it were not there.
+UTF-8, larger than ``corpus.max_file_mb``, too complex to parse, gone before it was read)
+is a row of ``Corpus.sources`` with its failure, and the rest of the folder is imported as
+if it were not there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from kgrag.errors import KgragError
 
 log = logging.getLogger(__name__)
 BLOCK_SEPARATOR = "\n\n"
+MAX_FILE_MB = 20  # corpus.max_file_mb when absent: room for real documents, not for bombs
 
 
 def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache | None = None
@@ -39,12 +42,13 @@ def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache 
         raise KgragError(f"dataset 'documents' expects a folder of "
                          f"{', '.join(sorted(CONVERTERS))} files, not {path}")
     files = sorted(f.relative_to(path).as_posix() for f in path.rglob("*") if f.is_file())
+    max_bytes = int(cfg.get("max_file_mb", MAX_FILE_MB) * 2**20)
     sources: list[dict[str, Any]] = []
     converted: dict[str, Converted] = {}
     for name in files:
         if hidden(name):
             continue
-        result, sha256, status = _convert(path / name, cache)
+        result, sha256, status = _convert(path / name, cache, max_bytes)
         if isinstance(result, Unreadable):
             log.warning("documents: skipped %s: %s", name, result)
             sources.append({"file": name, "sha256": sha256, "status": result.kind,
@@ -73,19 +77,18 @@ def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache 
                   sources=pl.DataFrame(sources, schema=SOURCE_SCHEMA))
 
 
-def _convert(file: Path, cache: ConversionCache | None
+def _convert(file: Path, cache: ConversionCache | None, max_bytes: int
              ) -> tuple[Converted | Unreadable, str | None, str]:
     """A file's conversion, its sha256 and whether it was ``converted`` or ``cached``."""
     suffix = file.suffix.lower()
     if suffix not in CONVERTERS:  # not read at all: a folder may hold large unrelated files
         return Unreadable("unsupported", f"no converter reads {suffix or 'files without a suffix'}"
                           ), None, "converted"
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise KgragError(f"cannot read {file}: {exc.strerror}") from None
+    data = _read(file, max_bytes)
+    if isinstance(data, Unreadable):
+        return data, None, "converted"
     sha256 = hashlib.sha256(data).hexdigest()
-    known = cache.get(sha256) if cache is not None else None
+    known = cache.get(sha256, suffix) if cache is not None else None
     if known is not None:
         return known, sha256, "cached"
     try:
@@ -93,8 +96,26 @@ def _convert(file: Path, cache: ConversionCache | None
     except Unreadable as failure:
         result = failure
     if cache is not None:
-        cache.put(sha256, result)
+        cache.put(sha256, suffix, result)
     return result, sha256, "converted"
+
+
+def _read(file: Path, max_bytes: int) -> bytes | Unreadable:
+    """A file's bytes, or why they were not read: larger than ``corpus.max_file_mb``
+    (checked before reading, and again by reading one byte more, for a file that grows),
+    or gone since the folder was listed (renamed, moved or deleted meanwhile)."""
+    try:
+        with file.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(max_bytes + 1) if size <= max_bytes else b""
+    except FileNotFoundError:
+        return Unreadable("vanished", "the file was renamed, moved or deleted during the import")
+    except OSError as exc:
+        raise KgragError(f"cannot read {file}: {exc.strerror}") from None
+    if size > max_bytes or len(data) > max_bytes:
+        return Unreadable("too_large", f"{max(size, len(data)) / 2**20:,.1f} MB, more than "
+                          f"corpus.max_file_mb ({max_bytes / 2**20:g} MB)")
+    return data
 
 
 def _sections(doc_id: str, name: str, blocks: tuple[Block, ...]) -> Iterator[dict[str, Any]]:
