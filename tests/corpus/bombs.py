@@ -79,6 +79,24 @@ def html_elements(count: int) -> bytes:
     return f"<html><body><p>x{'<br>' * count}</p></body></html>".encode()
 
 
+def html_blocks(count: int) -> bytes:
+    """``count`` one-word paragraphs: the most blocks (text, tree nodes) for the bytes."""
+    return f"<html><body>{'<p>w</p>' * count}</body></html>".encode()
+
+
+def docx_paragraphs(count: int) -> bytes:
+    """A real DOCX file of ``count`` paragraphs under headings, written by python-docx."""
+    document = docx.Document()
+    for i in range(count):
+        if i % 50 == 0:
+            document.add_heading(f"Chapter {i // 50}", level=1)
+        document.add_paragraph(f"Paragraph {i} tells of the old bridge over the river, "
+                               f"built in {1800 + i % 200}, and of the town around it.")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
 def html_paragraphs(megabytes: float) -> bytes:
     """A plain page of headed sections and paragraphs, about ``megabytes`` MB long."""
     section = ("<h2>Section {i}</h2><p>Paragraph {i} tells of the old bridge over the river, "
