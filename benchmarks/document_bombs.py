@@ -79,8 +79,19 @@ def child(folder: Path) -> None:
     seconds = time.perf_counter() - started
     [source] = corpus.sources.iter_rows(named=True)
     print(json.dumps({"status": source["status"], "detail": source["detail"],
-                      "seconds": seconds, "before_mb": before,
-                      "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "seconds": seconds, "before_mb": before, "peak_mb": peak_rss_mb()}))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS. Linux's ``ru_maxrss`` carries the forking parent's peak
+    over ``exec``, so a child started by a parent holding a 50 MB page would report the
+    parent's; ``VmHWM`` is the new program's own."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(kind: str, root: Path) -> dict:

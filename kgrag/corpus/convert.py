@@ -84,7 +84,8 @@ _HTML_BREAKOUT = frozenset({"b", "big", "blockquote", "body", "br", "center", "c
                             "hr", "i", "img", "li", "listing", "menu", "meta", "nobr", "ol", "p",
                             "pre", "ruby", "s", "small", "span", "strong", "strike", "sub",
                             "sup", "table", "tt", "u", "ul", "var"})
-# lexbor's tree takes about 330 bytes an element: a million is about 330 MB.
+# lexbor's tree takes about 330 bytes an element, the blocks made of them as much again:
+# a page of a million one-word paragraphs peaks near 700 MB.
 HTML_MAX_ELEMENTS = 1_000_000
 # Steps of the parser's quadratic walks (see ``_html_bounded``); lexbor makes about 50
 # million a second, so this is a few seconds at most.
@@ -103,10 +104,11 @@ class Unreadable(Exception):
         self.kind, self.detail = kind, detail
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Block:
     """A run of a document's text, with the PDF page it is on (1-based; None for other
-    formats) and the heading of the section it belongs to (None before the first)."""
+    formats) and the heading of the section it belongs to (None before the first).
+    Slotted: a page of a million paragraphs is a million blocks."""
 
     text: str
     page: int | None = None
@@ -216,15 +218,16 @@ def _html_bounded(text: str) -> None:
     most tags (is a ``<p>`` open? which element does this end tag close?), and compares
     each attribute's name with the element's earlier ones: 100,000 nested ``<div>`` or
     one element with 100,000 attributes is minutes of work in a file of a few hundred KB.
-    Its tree also takes a few hundred bytes an element, whatever the element's size. A
-    scan of the tags (linear, before anything is parsed) counts the elements and bounds
-    that work: the depth of open elements at each tag plus the square of its attributes.
-    The depth is the parser's as far as a scan can follow it (elements that close
-    themselves are left out, end tags close what the parser would close); an estimate,
-    meant to err deep.
+    Its tree also takes a few hundred bytes a node (an element, a comment), whatever the
+    node's size. A scan of the tags (linear, before anything is parsed) counts the nodes
+    and bounds that work: the depth of open elements at each tag plus the square of its
+    attributes. The depth is the parser's as far as a scan can follow it (elements that
+    close themselves are left out, end tags close what the parser would close): an
+    estimate, meant to err deep.
     """
     open_names: list[str] = []
-    work = elements = foreign = 0  # foreign: open svg / math elements
+    work = foreign = 0  # foreign: open svg / math elements
+    elements = text.count("<!") + text.count("<?")  # comments are nodes of the tree too
     for match in _HTML_TAG.finditer(text):
         closing, name, attributes = match.groups()
         name = name.lower()
@@ -234,14 +237,12 @@ def _html_bounded(text: str) -> None:
         work += len(open_names) + names * names
         elements += not closing
         if work > HTML_MAX_WORK or elements > HTML_MAX_ELEMENTS:
-            raise Unreadable("too_complex", f"its tags nest too deep or hold too many "
-                             f"attributes to parse in bounded time ({HTML_MAX_WORK:,} steps)"
-                             if work > HTML_MAX_WORK else
-                             f"more than {HTML_MAX_ELEMENTS:,} elements")
+            break
         if closing:
             closed = _closed_by(open_names, name)
         elif foreign and name in _HTML_BREAKOUT:  # HTML inside svg ends the svg
-            closed = max(i for i, n in enumerate(open_names) if n in _HTML_FOREIGN)
+            closed = len(open_names) - 1 - next(
+                i for i, n in enumerate(reversed(open_names)) if n in _HTML_FOREIGN)
         else:
             closed = None
         if closed is not None:
@@ -252,6 +253,11 @@ def _html_bounded(text: str) -> None:
             continue
         open_names.append(name)
         foreign += name in _HTML_FOREIGN
+    if elements > HTML_MAX_ELEMENTS:
+        raise Unreadable("too_complex", f"more than {HTML_MAX_ELEMENTS:,} elements and comments")
+    if work > HTML_MAX_WORK:
+        raise Unreadable("too_complex", f"its tags nest too deep or hold too many attributes "
+                         f"to parse in bounded time ({HTML_MAX_WORK:,} steps)")
 
 
 def _closed_by(open_names: list[str], name: str) -> int | None:

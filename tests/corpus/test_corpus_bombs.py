@@ -75,9 +75,11 @@ def test_an_element_with_a_hundred_thousand_attributes_is_too_complex():
     assert verdict(html_attributes(100_000), ".html").kind == "too_complex"
 
 
-def test_more_elements_than_the_bound_is_too_complex(monkeypatch):
+def test_more_elements_or_comments_than_the_bound_is_too_complex(monkeypatch):
     monkeypatch.setattr(converters, "HTML_MAX_ELEMENTS", 1_000)
     assert verdict(html_elements(1_001), ".html").kind == "too_complex"
+    comments = f"<p>x</p>{'<!---->' * 1_001}".encode()  # a node each in the tree too
+    assert verdict(comments, ".html").kind == "too_complex"
     assert [b.text for b in convert(html_elements(990), ".html").blocks] == ["x"]
 
 
