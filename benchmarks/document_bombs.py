@@ -8,9 +8,14 @@ attribute-laden HTML, files near and over ``corpus.max_file_mb``, and ordinary d
 of the same sizes beside them) into a folder of its own, then imports that folder in a
 fresh Python process through the documents importer (size limit, reading, conversion, as
 ``kgrag run`` does, without the cache) and prints, per kind, the file's size, its
-verdict, the seconds the import took and the process's peak RSS, with the RSS it had
-before (Python, kgrag and the converters' libraries loaded). The bound to hold: 1 GB per
-file. Absent from the figures: building the bombs (a 1 GB deflated entry takes a while).
+verdict (``raised``: the import ended in an exception), the seconds the import took and
+the process's peak RSS, with the RSS it had before (Python, kgrag and the converters'
+libraries loaded). The bound to hold: 1 GB per file. Absent from the figures: building
+the bombs (a 1 GB deflated entry takes a while).
+
+Run from another checkout's root with ``PYTHONPATH=.`` (this file and
+``tests/corpus/bombs.py`` copied there), it measures that checkout's importer: how the
+figures before a change are taken.
 """
 
 from __future__ import annotations
@@ -75,9 +80,12 @@ def child(folder: Path) -> None:
 
     before = psutil.Process().memory_info().rss / 2**20
     started = time.perf_counter()
-    corpus = import_documents(folder, {"limit": None, "questions": None, "fields": {}})
+    try:
+        corpus = import_documents(folder, {"limit": None, "questions": None, "fields": {}})
+        [source] = corpus.sources.iter_rows(named=True)
+    except Exception as exc:  # noqa: BLE001 (a run that does not survive the file ends so)
+        source = {"status": "raised", "detail": f"{type(exc).__name__}: {exc}"}
     seconds = time.perf_counter() - started
-    [source] = corpus.sources.iter_rows(named=True)
     print(json.dumps({"status": source["status"], "detail": source["detail"],
                       "seconds": seconds, "before_mb": before, "peak_mb": peak_rss_mb()}))
 
