@@ -231,20 +231,20 @@ def _html_bounded(text: str) -> None:
     for match in _HTML_TAG.finditer(text):
         closing, name, attributes = match.groups()
         name = name.lower()
-        names = 0
-        if attributes.strip():
-            names = sum(1 for _ in _HTML_WORD.finditer(_HTML_QUOTED.sub("", attributes)))
-        work += len(open_names) + names * names
-        elements += not closing
+        work += len(open_names)
+        if closing:  # an element left out of the stack closes nothing in it
+            closed = (None if name in _HTML_FLAT else len(open_names) - 1
+                      if open_names and open_names[-1] == name else _closed_by(open_names, name))
+        else:
+            elements += 1
+            if attributes:
+                work += _attribute_names(attributes) ** 2
+            closed = None
+            if foreign and name in _HTML_BREAKOUT:  # HTML inside svg ends the svg
+                closed = len(open_names) - 1 - next(
+                    i for i, n in enumerate(reversed(open_names)) if n in _HTML_FOREIGN)
         if work > HTML_MAX_WORK or elements > HTML_MAX_ELEMENTS:
             break
-        if closing:
-            closed = _closed_by(open_names, name)
-        elif foreign and name in _HTML_BREAKOUT:  # HTML inside svg ends the svg
-            closed = len(open_names) - 1 - next(
-                i for i, n in enumerate(reversed(open_names)) if n in _HTML_FOREIGN)
-        else:
-            closed = None
         if closed is not None:
             del open_names[closed:]
             foreign = sum(map(open_names.count, _HTML_FOREIGN)) if foreign else 0
@@ -258,6 +258,14 @@ def _html_bounded(text: str) -> None:
     if work > HTML_MAX_WORK:
         raise Unreadable("too_complex", f"its tags nest too deep or hold too many attributes "
                          f"to parse in bounded time ({HTML_MAX_WORK:,} steps)")
+
+
+def _attribute_names(attributes: str) -> int:
+    """How many attributes a tag's text after its name holds: its words outside quoted
+    values (a short text's words, quoted or not: too few to matter)."""
+    if len(attributes) < 64:
+        return len(attributes.split())
+    return sum(1 for _ in _HTML_WORD.finditer(_HTML_QUOTED.sub("", attributes)))
 
 
 def _closed_by(open_names: list[str], name: str) -> int | None:
