@@ -207,7 +207,8 @@ def _block_of(node: Any, owners: dict[int, Any]) -> Any:
             break
         walked.append(parent.mem_id)
         parent = parent.parent
-    owners.update(dict.fromkeys(walked, parent))
+    if walked:
+        owners.update(dict.fromkeys(walked, parent))
     return parent
 
 
