@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kgrag.corpus import convert as converters
+from kgrag.corpus import bounds
 from kgrag.corpus.convert import Unreadable, convert
 from kgrag.corpus.importers import files
 from kgrag.pipeline.runner import run_plan
@@ -76,7 +76,7 @@ def test_an_element_with_a_hundred_thousand_attributes_is_too_complex():
 
 
 def test_more_elements_or_comments_than_the_bound_is_too_complex(monkeypatch):
-    monkeypatch.setattr(converters, "HTML_MAX_ELEMENTS", 1_000)
+    monkeypatch.setattr(bounds, "HTML_MAX_ELEMENTS", 1_000)
     assert verdict(html_elements(1_001), ".html").kind == "too_complex"
     comments = f"<p>x</p>{'<!---->' * 1_001}".encode()  # a node each in the tree too
     assert verdict(comments, ".html").kind == "too_complex"
