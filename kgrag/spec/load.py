@@ -150,3 +150,9 @@ def _semantic_problems(data: dict[str, Any], lines: dict[KeyPath, int]) -> Itera
             f"only datasets {', '.join(plain[:-1])} and {plain[-1]} take a questions file; "
             f"{corpus['dataset']} brings its own questions",
         )
+    converting = [name for name, shape in IMPORTERS.items() if shape.converts]
+    if "max_file_mb" in corpus and corpus["dataset"] not in converting:
+        path = ("corpus", "max_file_mb")
+        yield Finding(_line_for(path, lines), path,
+                      f"only dataset {' and '.join(converting)} takes a file size limit (it "
+                      f"converts files); {corpus['dataset']} does not")

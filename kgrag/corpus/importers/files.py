@@ -8,8 +8,9 @@ corpus. Its blocks are joined by blank lines, and each block's span becomes a ro
 ``Corpus.sections`` (file, page, heading), so every chunk can say where it came from.
 
 A file that gives no text (encrypted, image-only, corrupt, unsupported, empty, not
-UTF-8), or a symbolic link that leads out of the folder (``kgrag.corpus.folder``), is a
-row of ``Corpus.sources`` with why, and the rest of the folder is imported as if it were
+UTF-8, larger than ``corpus.max_file_mb``, too complex to parse, gone before it was read),
+or a symbolic link that leads out of the folder (``kgrag.corpus.folder``), is a row of
+``Corpus.sources`` with its failure, and the rest of the folder is imported as if it were
 not there.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from kgrag.errors import KgragError
 
 log = logging.getLogger(__name__)
 BLOCK_SEPARATOR = "\n\n"
+MAX_FILE_MB = 20  # corpus.max_file_mb when absent: room for real documents, not for bombs
 
 
 def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache | None = None
@@ -41,10 +44,11 @@ def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache 
         raise KgragError(f"dataset 'documents' expects a folder of "
                          f"{', '.join(sorted(CONVERTERS))} files, not {path}")
     listing = corpus_files(path, cfg.get("follow_links", False))
+    max_bytes = int(cfg.get("max_file_mb", MAX_FILE_MB) * 2**20)
     sources = [outside_link(name) for name in _visible(path, listing.outside)]
     converted: dict[str, Converted] = {}
     for name in _visible(path, listing.files):
-        result, sha256, status = _convert(path / name, cache)
+        result, sha256, status = _convert(path / name, cache, max_bytes)
         if isinstance(result, Unreadable):
             log.warning("documents: skipped %s: %s", name, result)
             sources.append({"file": name, "sha256": sha256, "status": result.kind,
@@ -61,7 +65,7 @@ def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache 
                           "a document's id is its file's path relative to the corpus folder, "
                           "e.g. 'reports/q3.pdf'")
     kept = set(corpus.documents["doc_id"].to_list())
-    sections: list[dict[str, Any]] = []
+    sections: list[tuple] = []  # rows of SECTION_SCHEMA: a tuple is a third of a dict's size
     for name, document in converted.items():
         doc_id = make_doc_id(document.title or name, BLOCK_SEPARATOR.join(
             b.text for b in document.blocks))
@@ -69,7 +73,7 @@ def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache 
             kept.discard(doc_id)  # a duplicate file's sections are its twin's
             sections.extend(_sections(doc_id, name, document.blocks))
     return Corpus(documents=corpus.documents, questions=corpus.questions,
-                  sections=pl.DataFrame(sections, schema=SECTION_SCHEMA),
+                  sections=pl.DataFrame(sections, schema=SECTION_SCHEMA, orient="row"),
                   sources=pl.DataFrame(sorted(sources, key=lambda row: row["file"]),
                                        schema=SOURCE_SCHEMA))
 
@@ -79,19 +83,18 @@ def _visible(folder: Path, files: list[Path]) -> list[str]:
     return sorted(name for f in files if not hidden(name := f.relative_to(folder).as_posix()))
 
 
-def _convert(file: Path, cache: ConversionCache | None
+def _convert(file: Path, cache: ConversionCache | None, max_bytes: int
              ) -> tuple[Converted | Unreadable, str | None, str]:
     """A file's conversion, its sha256 and whether it was ``converted`` or ``cached``."""
     suffix = file.suffix.lower()
     if suffix not in CONVERTERS:  # not read at all: a folder may hold large unrelated files
         return Unreadable("unsupported", f"no converter reads {suffix or 'files without a suffix'}"
                           ), None, "converted"
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise KgragError(f"cannot read {file}: {exc.strerror}") from None
+    data = _read(file, max_bytes)
+    if isinstance(data, Unreadable):
+        return data, None, "converted"
     sha256 = hashlib.sha256(data).hexdigest()
-    known = cache.get(sha256) if cache is not None else None
+    known = cache.get(sha256, suffix) if cache is not None else None
     if known is not None:
         return known, sha256, "cached"
     try:
@@ -99,15 +102,32 @@ def _convert(file: Path, cache: ConversionCache | None
     except Unreadable as failure:
         result = failure
     if cache is not None:
-        cache.put(sha256, result)
+        cache.put(sha256, suffix, result)
     return result, sha256, "converted"
 
 
-def _sections(doc_id: str, name: str, blocks: tuple[Block, ...]) -> Iterator[dict[str, Any]]:
+def _read(file: Path, max_bytes: int) -> bytes | Unreadable:
+    """A file's bytes, or why they were not read: larger than ``corpus.max_file_mb``
+    (checked before reading, and again by reading one byte more, for a file that grows),
+    or gone since the folder was listed (renamed, moved or deleted meanwhile)."""
+    try:
+        with file.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(max_bytes + 1) if size <= max_bytes else b""
+    except FileNotFoundError:
+        return Unreadable("vanished", "the file was renamed, moved or deleted during the import")
+    except OSError as exc:
+        raise KgragError(f"cannot read {file}: {exc.strerror}") from None
+    if size > max_bytes or len(data) > max_bytes:
+        return Unreadable("too_large", f"{max(size, len(data)) / 2**20:,.1f} MB, more than "
+                          f"corpus.max_file_mb ({max_bytes / 2**20:g} MB)")
+    return data
+
+
+def _sections(doc_id: str, name: str, blocks: tuple[Block, ...]) -> Iterator[tuple]:
     """The span of each block in the joined text, with its file, page and heading."""
     start = 0
     for block in blocks:
         end = start + len(block.text)
-        yield {"doc_id": doc_id, "start": start, "end": end, "file": name, "page": block.page,
-               "heading": block.heading}
+        yield doc_id, start, end, name, block.page, block.heading
         start = end + len(BLOCK_SEPARATOR)
