@@ -172,6 +172,9 @@ class Corpus:
     ``heading`` above it; a chunk cites the section it starts in), and ``sources``, one
     row per file of the folder (``file``, ``sha256``, ``status``: ``converted``,
     ``cached`` or the kind of failure, and its ``detail``); both empty otherwise.
+    ``questions_missing_support`` names the questions of a user's questions file left
+    out because a supporting document they name is not in the corpus (a removed file);
+    they are in no frame.
     """
 
     documents: pl.DataFrame
@@ -183,3 +186,4 @@ class Corpus:
     topics: pl.DataFrame = field(default_factory=empty_topics)
     sections: pl.DataFrame = field(default_factory=empty_sections)
     sources: pl.DataFrame = field(default_factory=empty_sources)
+    questions_missing_support: tuple[str, ...] = ()

@@ -150,3 +150,8 @@ def _semantic_problems(data: dict[str, Any], lines: dict[KeyPath, int]) -> Itera
             f"only datasets {', '.join(plain[:-1])} and {plain[-1]} take a questions file; "
             f"{corpus['dataset']} brings its own questions",
         )
+    if "missing_support" in corpus and "questions_file" not in corpus:
+        path = ("corpus", "missing_support")
+        yield Finding(_line_for(path, lines), path,
+                      "says what to do with a questions_file's supporting ids that no "
+                      "document has; name corpus.questions_file or remove it")

@@ -11,6 +11,9 @@ A documents folder's files are converted through a cache beside the model calls'
 rerun, or another spec over the same files, converts nothing it converted before); the
 step's notes count the files converted, served by the cache and skipped, by kind of
 failure, and ``sources.parquet`` names each skipped file with why.
+
+A corpus with the user's own questions counts those left out because a supporting
+document they name is not in it (``questions_skipped_missing_support``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ def import_corpus(ctx: StepContext) -> None:
     ctx.notes.update(documents=corpus.documents.height, questions=corpus.questions.height,
                      sentences=corpus.sentences.height, triples=corpus.triples.height,
                      decompositions=corpus.decompositions["question_id"].n_unique())
+    if "questions_file" in ctx.spec.corpus:
+        ctx.notes.update(questions_skipped_missing_support=len(
+            corpus.questions_missing_support))
     if not corpus.sources.is_empty():  # a documents folder: what became of each file
         statuses = corpus.sources["status"].value_counts(sort=True).iter_rows()
         counts = dict(statuses)

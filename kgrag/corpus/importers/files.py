@@ -70,7 +70,8 @@ def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache 
             sections.extend(_sections(doc_id, name, document.blocks))
     return Corpus(documents=corpus.documents, questions=corpus.questions,
                   sections=pl.DataFrame(sections, schema=SECTION_SCHEMA),
-                  sources=pl.DataFrame(sources, schema=SOURCE_SCHEMA))
+                  sources=pl.DataFrame(sources, schema=SOURCE_SCHEMA),
+                  questions_missing_support=corpus.questions_missing_support)
 
 
 def _convert(file: Path, cache: ConversionCache | None
