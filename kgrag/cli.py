@@ -124,15 +124,26 @@ def _print_query(result: QueryResult) -> None:
     for number, (unit, title, source) in enumerate(zip(result.unit_ids, result.titles, sources),
                                                    1):
         cited = f"[{number}] " if result.citations is not None else ""
-        print(f"  {cited}{unit}  {title}" + (f"  ({source})" if source else "")
+        where = _beside(title, source)
+        print(f"  {cited}{unit}  {title}" + (f"  ({where})" if where else "")
               + (f"  (score {scores[unit]:.4g})" if unit in scores else ""))
     print(f"answer: {result.answer}")
     if result.citations is not None:
         for citation in result.citations:
-            where = f", {citation.source}" if citation.source else ""
-            print(f"  [{citation.number}] {citation.title}{where}  ({citation.unit_id})")
+            where = _beside(citation.title, citation.source)
+            print(f"  [{citation.number}] {citation.title}{', ' + where if where else ''}"
+                  f"  ({citation.unit_id})")
         if not result.citations:
             print("  (no valid citation)")
+
+
+def _beside(title: str, source: str) -> str:
+    """Where a unit came from, to print beside its title: without the file when the
+    title is the file's path (a document that names no title of its own), so that
+    ``manuals/a.pdf, p. 35`` is not ``manuals/a.pdf, manuals/a.pdf, p. 35``."""
+    if source == title or source.startswith(f"{title}, "):
+        return source[len(title) + 2:]
+    return source
 
 
 def _cmd_bundle(args: argparse.Namespace) -> int:

@@ -142,3 +142,29 @@ def test_the_citation_grammar_compiles_and_admits_only_numbers_shown():
     for length in ("short", "long"):
         LlamaGrammar.from_string(citation_grammar(12, length), verbose=False)
     assert '"[" ("3" | "2" | "1") "]"' in citation_grammar(3, "short")
+
+
+def test_a_removed_document_skips_its_question_and_a_path_is_printed_once(
+        project, monkeypatch, capsys, caplog):
+    """A question whose supporting file was deleted is left out and counted; a file
+    without a title of its own is named by its path once in ``kgrag query``."""
+    spec = documents_spec(project, cite=True)
+    (project / "museums" / "manuals").mkdir()
+    (project / "museums" / "manuals" / "hours.pdf").write_bytes(pdf_bytes(
+        ["The Louvre closes on Tuesdays."]))
+    gone = {"id": "q4", "question": "When does the Orsay close?", "answers": ["Monday"],
+            "supporting": ["manuals/orsay.html"]}
+    with (project / "questions.jsonl").open("a") as out:
+        out.write(json.dumps(gone) + "\n")
+    with caplog.at_level("WARNING"):
+        steps, rows, _ = run_with(spec, RuleLLM())
+    assert steps["corpus"]["notes"]["questions_skipped_missing_support"] == 1
+    assert "q4 ('manuals/orsay.html')" in caplog.text
+    assert rows["dense"]["n_answered"] == 3
+    session = open_with(spec, RuleLLM())
+    monkeypatch.setattr(api, "open_session", lambda path: session)
+    assert main(["query", str(spec), "When does the Louvre close on Tuesdays?"]) == 0
+    out = capsys.readouterr().out
+    assert "manuals/hours.pdf  (p. 1)" in out
+    assert re.search(r"\[\d\] manuals/hours\.pdf, p\. 1  \(", out)
+    assert "manuals/hours.pdf, manuals/hours.pdf" not in out
