@@ -53,13 +53,13 @@ def main() -> int:
     chunks = with_sources(chunk_documents(corpus.documents, tokenizer(), SIZE, OVERLAP),
                           corpus.sections).join(corpus.documents.select("doc_id", "title"),
                                                 on="doc_id")
-    print(f"{'part':8} {'chunks':>6} {'with a heading':>15}")
+    print(f"{'part':10} {'chunks':>6} {'with a heading':>15}")
     for part in ("md", "setext", "html", "manual.pdf"):
         mine = chunks.filter(chunks["file"].str.starts_with(part))
         share = mine["heading"].is_not_null().mean()
-        print(f"{part:8} {mine.height:6d} {share:15.3f}")
+        print(f"{part:10} {mine.height:6d} {share:15.3f}")
     markup = chunks.filter(~chunks["file"].str.ends_with(".pdf"))
-    print(f"{'md+html':8} {markup.height:6d} {markup['heading'].is_not_null().mean():15.3f}")
+    print(f"{'md+html':10} {markup.height:6d} {markup['heading'].is_not_null().mean():15.3f}")
     pdf = " ".join(corpus.documents.join(
         corpus.sections.filter(corpus.sections["file"] == "manual.pdf").select("doc_id")
         .unique(), on="doc_id")["text"])

@@ -113,15 +113,14 @@ def _markdown(data: bytes) -> Converted:
     text = _utf8(data).strip()
     line_starts = [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
     tokens = MarkdownIt("commonmark").parse(text)
-    headings = [(line_starts[opening.map[0]], _inline_text(inline))
-                for opening, inline in itertools.pairwise(tokens)
-                if opening.type == "heading_open" and opening.map is not None]
-    headings = [(start, heading) for start, heading in headings if heading]
-    starts = {start: heading for start, heading in headings}
-    cuts = sorted({0, *starts})
-    blocks = tuple(Block(text[start:end].strip(), None, starts.get(start))
+    found = ((line_starts[opening.map[0]], _inline_text(inline))
+             for opening, inline in itertools.pairwise(tokens)
+             if opening.type == "heading_open" and opening.map is not None)
+    headings = {start: heading for start, heading in found if heading}  # in text order
+    cuts = sorted({0, *headings})
+    blocks = tuple(Block(text[start:end].strip(), None, headings.get(start))
                    for start, end in zip(cuts, [*cuts[1:], len(text)]))
-    return Converted(blocks, headings[0][1] if headings else None)
+    return Converted(blocks, next(iter(headings.values()), None))
 
 
 def _inline_text(inline: Any) -> str:

@@ -169,7 +169,8 @@ class Corpus:
     question's topic entities (``question_id``, ``entity``); both empty otherwise.
     A ``documents`` folder also has ``sections``, where each document's text came from
     (``doc_id``, the span ``start`` / ``end``, the ``file``, its PDF ``page`` and the
-    ``heading`` above it; a chunk cites the section it starts in), and ``sources``, one
+    ``heading`` above it; a chunk cites the file and page it starts in and the heading
+    most of it lies under), and ``sources``, one
     row per file of the folder (``file``, ``sha256``, ``status``: ``converted``,
     ``cached`` or the kind of failure, and its ``detail``); both empty otherwise.
     ``questions_missing_support`` names the questions of a user's questions file left

@@ -25,13 +25,14 @@ def with_sources(chunks: pl.DataFrame, sections: pl.DataFrame) -> pl.DataFrame:
         starts.append(row["start"])
         rows.append(row)
 
-    def at(doc_id: str, position: int) -> int:
-        return max(bisect.bisect_right(by_doc[doc_id][0], position) - 1, 0)
-
-    spans = list(zip(chunks["doc_id"], chunks["start"], chunks["end"]))
-    firsts = [by_doc[d][1][at(d, s)] for d, s, _ in spans]
-    lasts = [by_doc[d][1][at(d, e - 1)] for d, _, e in spans]
-    headings = [_heading(by_doc[d][1][at(d, s):at(d, e - 1) + 1], s, e) for d, s, e in spans]
+    firsts, lasts, headings = [], [], []
+    for doc_id, start, end in zip(chunks["doc_id"], chunks["start"], chunks["end"]):
+        starts, rows = by_doc[doc_id]
+        first = max(bisect.bisect_right(starts, start) - 1, 0)
+        last = max(bisect.bisect_right(starts, end - 1) - 1, 0)
+        firsts.append(rows[first])
+        lasts.append(rows[last])
+        headings.append(_heading(rows[first:last + 1], start, end))
     return chunks.with_columns(
         pl.Series("file", [s["file"] for s in firsts], pl.String),
         pl.Series("page", [s["page"] for s in firsts], pl.Int64),

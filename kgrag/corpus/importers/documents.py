@@ -78,13 +78,13 @@ def plain_corpus(items: Iterable[tuple[str | None, str, str]], cfg: Mapping[str,
                                     Path(questions_file))
         skipped = tuple(r.question_id for r in selected if r.question_id in missing)
         if skipped:
-            _warn_skipped(Path(questions_file), skipped, missing, len(selected), hint)
+            _report_skipped(Path(questions_file), skipped, missing, len(selected), hint)
         questions = questions_frame([r for r in selected if r.question_id not in missing])
     return Corpus(documents=documents_frame(documents), questions=questions,
                   questions_missing_support=skipped)
 
 
-def _warn_skipped(path: Path, skipped: tuple[str, ...], missing: Mapping[str, list[str]],
+def _report_skipped(path: Path, skipped: tuple[str, ...], missing: Mapping[str, list[str]],
                   selected: int, id_hint: str) -> None:
     """One warning naming the questions left out and the documents they miss; an error
     when none is left, since there would be nothing to evaluate."""
