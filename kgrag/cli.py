@@ -185,7 +185,8 @@ def _print_evidence(evidence: Evidence) -> None:
     sources = evidence.sources or [""] * len(evidence.unit_ids)
     for unit, title, source in zip(evidence.unit_ids, evidence.titles, sources):
         cited = f"[{number[unit]}] " if unit in number else ""
-        print(f"  {cited}{unit}  {title}" + (f"  ({source})" if source else "")
+        where = _beside(title, source)
+        print(f"  {cited}{unit}  {title}" + (f"  ({where})" if where else "")
               + (f"  (score {scores[unit]:.4g})" if unit in scores else ""))
 
 
@@ -210,11 +211,21 @@ def _print_answer(result: QueryResult) -> None:
     if result.citations is None:
         return
     for citation in result.citations:
-        where = ", ".join(x for x in (citation.title, citation.source) if x)
-        print(f"  [{citation.number}] {where}  ({citation.unit_id})")
+        where = _beside(citation.title, citation.source)
+        print(f"  [{citation.number}] {citation.title}{', ' + where if where else ''}"
+              f"  ({citation.unit_id})")
         print(f"      {_marked(citation)}")
     if not result.citations:
         print("  (no citation)")
+
+
+def _beside(title: str, source: str) -> str:
+    """Where a unit came from, to print beside its title: without the file when the
+    title is the file's path (a document that names no title of its own), so that
+    ``manuals/a.pdf, p. 35`` is not ``manuals/a.pdf, manuals/a.pdf, p. 35``."""
+    if source == title or source.startswith(f"{title}, "):
+        return source[len(title) + 2:]
+    return source
 
 
 def _cmd_bundle(args: argparse.Namespace) -> int:

@@ -4,8 +4,10 @@ remember where they came from: the PDF page, the section heading above them.
 Each format is read by a well-kept library, never parsed by hand: pypdf for a PDF's text
 layer (page by page, so a chunk can cite its page), python-docx for a Word file's
 paragraphs and their heading styles, selectolax for an HTML page's block elements and
-headings. Markdown and plain text are UTF-8 text, kept as they are (a Markdown document
-reads exactly as in a ``text`` corpus), with Markdown's ``#`` lines as headings. These
+headings, markdown-it-py for where a Markdown file's headings are. Markdown and plain
+text are UTF-8 text, kept as they are (a Markdown document reads exactly as in a
+``text`` corpus); a PDF's words are mended where its typesetting split or joined them
+(``kgrag.corpus.hyphens``). These
 libraries were chosen over MarkItDown and Docling for their install weight (MarkItDown's
 PDF and DOCX extras pull pdfminer, cryptography and a model runtime; Docling pulls layout
 models from a hub) and because pypdf keeps page numbers.
@@ -19,6 +21,7 @@ nested elements) is refused before the reader sees it (``kgrag.corpus.bounds``).
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import re
 import zipfile
@@ -27,9 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgrag.corpus.bounds import html_refusal, zip_refusal
+from kgrag.corpus.hyphens import rejoin_line_ends, spell_out_ligatures
 
 # Bump when a converter changes what it returns: cached conversions carry the version.
-CONVERTER_VERSION = "1"
+CONVERTER_VERSION = "2"
 
 FAILURES = {
     "encrypted": "an encrypted PDF that opens only with a password",
@@ -44,7 +48,7 @@ FAILURES = {
 }
 
 _SPACES = re.compile(r"[ \t\r\f\v]+")
-_MD_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings
 # The HTML elements whose text is one block; a heading element starts a section.
 _HTML_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _HTML_BLOCKS = _HTML_HEADINGS | {"p", "li", "pre", "blockquote", "td", "th", "dt", "dd",
@@ -108,16 +112,30 @@ def _plain(data: bytes) -> Converted:
 
 
 def _markdown(data: bytes) -> Converted:
-    """The file's text unchanged, cut into sections at its ``#`` heading lines."""
+    """The file's text unchanged, cut into sections where its headings start: ``#``
+    lines and setext headings (a line underlined by ``===`` or ``---``), as CommonMark
+    reads them, so that a ``#`` line in a code block is code."""
+    from markdown_it import MarkdownIt
+
     text = _utf8(data).strip()
-    headings = list(_MD_HEADING.finditer(text))
-    cuts = [0, *(m.start() for m in headings if m.start() > 0)]
-    blocks = []
-    for start, end in zip(cuts, [*cuts[1:], len(text)]):
-        found = _MD_HEADING.match(text, start)
-        blocks.append(Block(text[start:end].strip(), None,
-                            found.group(2).strip() if found else None))
-    return Converted(tuple(blocks), headings[0].group(2).strip() if headings else None)
+    line_starts = [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+    tokens = MarkdownIt("commonmark").parse(text)
+    found = ((line_starts[opening.map[0]], _inline_text(inline))
+             for opening, inline in itertools.pairwise(tokens)
+             if opening.type == "heading_open" and opening.map is not None)
+    headings = {start: heading for start, heading in found if heading}  # in text order
+    cuts = sorted({0, *headings})
+    blocks = tuple(Block(text[start:end].strip(), None, headings.get(start))
+                   for start, end in zip(cuts, [*cuts[1:], len(text)]))
+    return Converted(blocks, next(iter(headings.values()), None))
+
+
+def _inline_text(inline: Any) -> str:
+    """A heading's words as a reader sees them: ``The `kgrag` CLI`` reads "The kgrag CLI"."""
+    words = [child.content if child.type in ("text", "code_inline") else " "
+             for child in inline.children or [] if child.type in
+             ("text", "code_inline", "softbreak", "hardbreak")]
+    return _one_line("".join(words))
 
 
 def _html(data: bytes) -> Converted:
@@ -225,7 +243,8 @@ def _read_pdf(data: bytes) -> Converted:
         raise Unreadable("encrypted", f"the PDF cannot be decrypted ({exc})") from None
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise Unreadable("corrupt", f"not a readable PDF ({exc})") from None
-    blocks = [Block(_tidy(text), number) for number, text in enumerate(pages, 1)]
+    pages = rejoin_line_ends([_tidy(spell_out_ligatures(text)) for text in pages])
+    blocks = [Block(text, number) for number, text in enumerate(pages, 1)]
     if not any(b.text for b in blocks):
         raise Unreadable("no_text_layer", f"none of its {len(pages)} pages has text")
     return Converted(tuple(blocks), _one_line(str(title)) if title else None)

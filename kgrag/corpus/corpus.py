@@ -169,11 +169,15 @@ class Corpus:
     question's topic entities (``question_id``, ``entity``); both empty otherwise.
     A ``documents`` folder also has ``sections``, where each document's text came from
     (``doc_id``, the span ``start`` / ``end``, the ``file``, its PDF ``page`` and the
-    ``heading`` above it; a chunk cites the section it starts in), and ``sources``, one
+    ``heading`` above it; a chunk cites the file and page it starts in and the heading
+    most of it lies under), and ``sources``, one
     row per file of the folder (``file``, ``sha256``, ``status``: ``converted``,
     ``cached`` or the kind of failure, and its ``detail``); both empty otherwise, but
     for a ``text`` folder's ``sources``: the links it skipped (status ``outside``,
     ``kgrag.corpus.folder``).
+    ``questions_missing_support`` names the questions of a user's questions file left
+    out because a supporting document they name is not in the corpus (a removed file);
+    they are in no frame.
     """
 
     documents: pl.DataFrame
@@ -185,3 +189,4 @@ class Corpus:
     topics: pl.DataFrame = field(default_factory=empty_topics)
     sections: pl.DataFrame = field(default_factory=empty_sections)
     sources: pl.DataFrame = field(default_factory=empty_sources)
+    questions_missing_support: tuple[str, ...] = ()

@@ -4,34 +4,53 @@ folder's text (``Corpus.sections``), found from the chunk's character span."""
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 
 import polars as pl
 
 SOURCE_COLUMNS = ["file", "page", "page_end", "heading"]
+# Bump when the rule that gives a chunk its file, pages or heading changes: a documents
+# corpus's chunk step carries it, so its chunks are cut again.
+SOURCES_VERSION = "2"
 
 
 def with_sources(chunks: pl.DataFrame, sections: pl.DataFrame) -> pl.DataFrame:
     """``chunks`` (``doc_id``, ``start``, ``end``) with ``SOURCE_COLUMNS``: the section a
-    chunk starts in gives its file, page and heading, the one holding its last character
-    its ``page_end``. A document's sections follow each other in its text, so the last
-    one starting at or before a position holds it."""
+    chunk starts in gives its file and page, the one holding its last character its
+    ``page_end``, and its heading is ``_heading``'s. A document's sections follow each
+    other in its text, so the last one starting at or before a position holds it."""
     by_doc: dict[str, tuple[list[int], list[dict]]] = {}
     for row in sections.sort("doc_id", "start").iter_rows(named=True):
         starts, rows = by_doc.setdefault(row["doc_id"], ([], []))
         starts.append(row["start"])
         rows.append(row)
 
-    def section(doc_id: str, position: int) -> dict:
+    firsts, lasts, headings = [], [], []
+    for doc_id, start, end in zip(chunks["doc_id"], chunks["start"], chunks["end"]):
         starts, rows = by_doc[doc_id]
-        return rows[max(bisect.bisect_right(starts, position) - 1, 0)]
-
-    firsts = [section(d, s) for d, s in zip(chunks["doc_id"], chunks["start"])]
-    lasts = [section(d, e - 1) for d, e in zip(chunks["doc_id"], chunks["end"])]
+        first = max(bisect.bisect_right(starts, start) - 1, 0)
+        last = max(bisect.bisect_right(starts, end - 1) - 1, 0)
+        firsts.append(rows[first])
+        lasts.append(rows[last])
+        headings.append(_heading(rows[first:last + 1], start, end))
     return chunks.with_columns(
         pl.Series("file", [s["file"] for s in firsts], pl.String),
         pl.Series("page", [s["page"] for s in firsts], pl.Int64),
         pl.Series("page_end", [s["page"] for s in lasts], pl.Int64),
-        pl.Series("heading", [s["heading"] for s in firsts], pl.String))
+        pl.Series("heading", headings, pl.String))
+
+
+def _heading(sections: list[dict], start: int, end: int) -> str | None:
+    """The heading under which most of the chunk's characters lie, counting only those
+    under a heading (the earliest heading on a tie): a chunk that begins with a page's
+    preamble, before its first heading, and goes on under "2.7 Thread Safety" is about
+    thread safety, not about nothing."""
+    shares: Counter[str] = Counter()
+    for section in sections:
+        inside = min(end, section["end"]) - max(start, section["start"])
+        if section["heading"] is not None and inside > 0:
+            shares[section["heading"]] += inside
+    return max(shares, key=shares.__getitem__, default=None)  # the first of equals
 
 
 def describe(file: str | None, page: int | None, page_end: int | None,

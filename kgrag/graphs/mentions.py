@@ -19,6 +19,7 @@ the paragraph's subject, the object of most 2Wiki gold triples.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,9 @@ NUMERIC_LABELS = NUMBER_LABELS | {"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY"
 MONTHS = frozenset({"january", "february", "march", "april", "may", "june", "july",
                     "august", "september", "october", "november", "december"})
 DASHES = frozenset({"–", "—", "-", "−"})
+# Marks that end no name: a table's pipe, list bullets, dashes.
+STRAY_ENDS = "|¦•·‣◦" + "".join(DASHES)
+_YEAR = re.compile(r"(?<![\d.,:])\d{3,4}(?![\d.,:]\d)")
 SUBJECTS = frozenset({"nsubj", "nsubjpass"})
 SUBJECT_PRONOUNS = frozenset({"he", "she", "it", "they"})
 POSSESSIVES = frozenset({"his", "her", "its", "their"})
@@ -149,22 +153,40 @@ def title_mentions(sentence: Any, found: list[Mention], title: Title, first: boo
 def _mention(span: Any, kind: str, possessive_cut: bool = False) -> Mention | None:
     """A span trimmed of leading determiners, possessive pronouns and punctuation (and,
     for a noun chunk, of what precedes a possessive "'s"), or None if nothing is left.
-    Named entities keep their "'s": "Boden's Boy" is a film."""
+    Named entities keep their "'s": "Boden's Boy" is a film.
+
+    Text converted from tables, lists and PDFs also puts marks at a phrase's edges that
+    the tagger takes for words: a table's pipes ("| HOLISQA-BUSINESS |"), a bullet, a
+    hyphen left at a line end ("KET-"). So a token of neither letters nor digits set
+    apart from the phrase by a space is trimmed too ("C#" and "$5" keep theirs), and so
+    are pipes, bullets and dashes at the name's ends. What is left must hold a letter,
+    unless it is a date naming a year ("1932", "2019/2020": a life span's end; "-1",
+    "30" and NER's "dates" such as "127.0.0.1:1" are no things), and no pipe (a table
+    row's cells run together)."""
     tokens = list(span)
     cut = [k for k, t in enumerate(tokens) if t.dep_ == "case"] if possessive_cut else []
     tokens = tokens[cut[-1] + 1:] if cut else tokens
-    while tokens and (tokens[0].pos_ in ("DET", "PUNCT") or tokens[0].tag_ == "PRP$"):
+    while tokens and (tokens[0].pos_ in ("DET", "PUNCT") or tokens[0].tag_ == "PRP$"
+                      or (_bare(tokens[0]) and tokens[0].whitespace_)):
         tokens = tokens[1:]
-    while tokens and tokens[-1].pos_ == "PUNCT":
+    while tokens and (tokens[-1].pos_ == "PUNCT"
+                      or (_bare(tokens[-1]) and len(tokens) > 1 and tokens[-2].whitespace_)):
         tokens = tokens[:-1]
     if not tokens:
         return None
     start, end = tokens[0].i, tokens[-1].i + 1
     name = normalise_name("".join(t.text_with_ws for t in tokens if not t.is_quote))
-    if not name or len(name) > MAX_NAME_CHARS:
+    name = name.strip(STRAY_ENDS).strip()
+    if (not name or len(name) > MAX_NAME_CHARS or "|" in name
+            or not (any(c.isalpha() for c in name) or (kind == "date" and _YEAR.search(name)))):
         return None
     heads = [t for t in tokens if not start <= t.head.i < end or t.head.i == t.i]
     return Mention(name, kind, start, end, (heads[0] if heads else tokens[-1]).i)
+
+
+def _bare(token: Any) -> bool:
+    """Whether a token has neither a letter nor a digit: punctuation or a symbol."""
+    return not any(c.isalnum() for c in token.text)
 
 
 def _refers_to(span: Any, title: Title) -> bool:

@@ -50,7 +50,7 @@ from kgrag.graphs.names import single_spaces
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.pipelines import ResolvedPipeline, load_pipeline
 
-NLP_EXTRACTOR_VERSION = "1"  # bump when a rule here or in mentions.py changes its output
+NLP_EXTRACTOR_VERSION = "2"  # bump when a rule here or in mentions.py changes its output
 BATCH_SIZE = 64
 LABELLED_STRENGTH = 8
 COOCCURRENCE_STRENGTH = 2

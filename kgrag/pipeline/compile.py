@@ -20,8 +20,10 @@ from typing import Any
 
 from kgrag.configuration import Spec, thaw
 from kgrag.contents.training import model_dir
+from kgrag.corpus.convert import CONVERTER_VERSION
 from kgrag.corpus.folder import corpus_files
 from kgrag.corpus.importers import IMPORTERS
+from kgrag.corpus.sources import SOURCES_VERSION
 from kgrag.declarations import (
     STRATEGY_COMMON,
     label,
@@ -98,11 +100,16 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     if "questions_file" in spec.corpus:  # by content, like the documents; absent otherwise
         corpus["questions_sha256"] = source_sha256(spec.resolve(spec.corpus["questions_file"]),
                                                    "corpus.questions_file")
-    plan.add("corpus", "import", corpus)
+    # A folder of files converted to text: how they are read and cited joins the
+    # fingerprints; absent for every other corpus, whose plans keep theirs.
+    converts = IMPORTERS[spec.corpus["dataset"]].converts
+    plan.add("corpus", "import", {**corpus, **({"converter": CONVERTER_VERSION} if converts
+                                               else {})})
     chunked = reads_chunks(spec)
     if chunked:  # a trained embedder keeps its base's tokenizer, so chunks precede training
         plan.add("chunks", "chunk",
-                 {**thaw(spec.chunking), "tokenizer": models.tokenizer_model().sha256},
+                 {**thaw(spec.chunking), "tokenizer": models.tokenizer_model().sha256,
+                  **({"sources": SOURCES_VERSION} if converts else {})},
                  {"corpus": "corpus"})
     llm = {"sha256": models.model("answerer").sha256,
            **{k: spec.models["llm"][k] for k in ("temperature", "top_p", "seed")}}

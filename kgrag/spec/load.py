@@ -156,3 +156,8 @@ def _semantic_problems(data: dict[str, Any], lines: dict[KeyPath, int]) -> Itera
         yield Finding(_line_for(path, lines), path,
                       f"only dataset {' and '.join(converting)} takes a file size limit (it "
                       f"converts files); {corpus['dataset']} does not")
+    if "missing_support" in corpus and "questions_file" not in corpus:
+        path = ("corpus", "missing_support")
+        yield Finding(_line_for(path, lines), path,
+                      "says what to do with a questions_file's supporting ids that no "
+                      "document has; name corpus.questions_file or remove it")

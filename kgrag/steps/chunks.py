@@ -7,7 +7,7 @@ count (``context_tokens``) is the one every budget is charged with.
 
 A documents folder's chunks also say where they came from (``kgrag.corpus.sources``):
 the ``file``, the PDF ``page`` they start on and the one they end on (``page_end``), and
-the ``heading`` of the section they start in. Other corpora's chunks have no such
+the ``heading`` most of their text lies under. Other corpora's chunks have no such
 columns, so their artefacts are unchanged.
 """
 

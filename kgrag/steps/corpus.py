@@ -13,6 +13,9 @@ step's notes count the files converted, served by the cache and skipped, by kind
 failure, and ``sources.parquet`` names each skipped file with why. A ``text`` folder's
 only skipped files are links that lead out of it (``kgrag.corpus.folder``), counted
 the same way.
+
+A corpus with the user's own questions counts those left out because a supporting
+document they name is not in it (``questions_skipped_missing_support``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ def import_corpus(ctx: StepContext) -> None:
     ctx.notes.update(documents=corpus.documents.height, questions=corpus.questions.height,
                      sentences=corpus.sentences.height, triples=corpus.triples.height,
                      decompositions=corpus.decompositions["question_id"].n_unique())
+    if "questions_file" in ctx.spec.corpus:
+        ctx.notes.update(questions_skipped_missing_support=len(
+            corpus.questions_missing_support))
     if not corpus.sources.is_empty():  # a folder's files: what became of each
         statuses = corpus.sources["status"].value_counts(sort=True).iter_rows()
         counts = dict(statuses)

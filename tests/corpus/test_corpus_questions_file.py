@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,7 @@ def test_without_a_questions_file_a_plain_corpus_has_no_questions(base):
 def test_a_bad_row_gets_one_message_with_its_line(base, row, problem):
     write_lines(base / "bad.jsonl", [QUESTIONS[0], row])
     with pytest.raises(KgragError) as caught:
-        load(base, "jsonl", "docs.jsonl", questions_file="bad.jsonl")
+        load(base, "jsonl", "docs.jsonl", questions_file="bad.jsonl", missing_support="error")
     assert str(caught.value).startswith(f"{base / 'bad.jsonl'}{problem}")
 
 
@@ -120,4 +121,28 @@ def test_a_document_cut_by_limit_is_named_as_the_reason(base):
     load(base, "jsonl", "docs.jsonl", questions_file="questions.jsonl")
     with pytest.raises(KgragError, match=r":1: supporting: no document has the id 'berlin' "
                                          r".*; corpus.limit keeps the first 2 documents\)"):
+        load(base, "jsonl", "docs.jsonl", questions_file="questions.jsonl", limit=2,
+             missing_support="error")
+
+
+def test_a_question_naming_a_removed_document_is_skipped_and_named(base, caplog):
+    write_lines(base / "questions.jsonl", [
+        *QUESTIONS, {"id": "q4", "question": "Where is Rome?", "answers": ["Italy"],
+                     "supporting": ["paris", "rome"]}])
+    with caplog.at_level(logging.WARNING):
+        corpus = load(base, "jsonl", "docs.jsonl", questions_file="questions.jsonl")
+    assert corpus.questions["question_id"].to_list() == ["q1", "2", "q3"]
+    assert corpus.questions_missing_support == ("q4",)
+    assert "skipped 1 of 4 questions naming a supporting document the corpus lacks " \
+           "(corpus.missing_support: skip): q4 ('rome')" in caplog.text
+    picked = load(base, "jsonl", "docs.jsonl", questions_file="questions.jsonl",
+                  questions=["q1"])  # a question not picked is not skipped either
+    assert picked.questions_missing_support == ()
+
+
+def test_when_every_question_lacks_its_documents_the_run_stops(base):
+    write_lines(base / "questions.jsonl", [
+        {"id": "q9", "question": "?", "answers": ["x"], "supporting": ["berlin"]}])
+    with pytest.raises(KgragError, match=r"every question names a supporting document the "
+                                         r"corpus lacks: q9 \('berlin'\)"):
         load(base, "jsonl", "docs.jsonl", questions_file="questions.jsonl", limit=2)

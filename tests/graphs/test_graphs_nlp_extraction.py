@@ -145,3 +145,14 @@ def test_superscript_digits_in_a_date_are_no_day_or_year(nlp, text) -> None:
     # str.isdigit() is true for superscripts, which int() refuses (HolisQA-Biology has them)
     entities, _, _ = extract_parse(nlp(text), None)
     assert any("MAY" in e.name for e in entities)
+
+
+def test_table_pipes_stray_marks_and_numbers_are_not_entities(nlp) -> None:
+    """Text converted from a table, a list or a PDF: a name loses the marks at its edges
+    and a number is no entity; a date is."""
+    doc = nlp("| HOLISQA-BUSINESS | 0.81 | 0.77 |\n\nThe ASN.1 parser returns -1 on error "
+              "since 12 May 2021. It was released in 2019 for $5 million, 50% of the French- "
+              "born team.\n\n• Bullet items list C# code.")
+    assert sorted(e.name for e in extract_parse(doc, None)[0]) == [
+        "$5 MILLION", "12 MAY 2021", "2019", "BULLET ITEMS", "C# CODE", "ERROR",
+        "FRENCH- BORN TEAM", "HOLISQA", "HOLISQA-BUSINESS"]

@@ -198,6 +198,7 @@ def test_the_gold_context_without_supporting_labels_is_refused_by_validate(proje
     assert len(err.splitlines()) == 1 and "answer.context: gold answers from" in err
     assert "no supporting labels" in err
 
+
 @pytest.mark.parametrize("dataset, counts", [
     ("documents", {"files": 2, "converted": 1, "skipped": 1, "skipped_outside": 1}),
     ("text", {"skipped": 1, "skipped_outside": 1})])
@@ -232,3 +233,29 @@ def test_a_link_out_of_the_folder_reaches_neither_the_chunks_nor_a_bundle(projec
     assert main(["run", str(followed)]) == 0
     chunks = read_chunks(api.open_session(followed).artefact("chunks"))
     assert any("root:x" in text for text in chunks["text"])
+
+
+def test_a_removed_document_skips_its_question_and_a_path_is_printed_once(
+        project, monkeypatch, capsys, caplog):
+    """A question whose supporting file was deleted is left out and counted; a file
+    without a title of its own is named by its path once in ``kgrag query``."""
+    spec = documents_spec(project, cite=True)
+    (project / "museums" / "manuals").mkdir()
+    (project / "museums" / "manuals" / "hours.pdf").write_bytes(pdf_bytes(
+        ["The Louvre closes on Tuesdays."]))
+    gone = {"id": "q4", "question": "When does the Orsay close?", "answers": ["Monday"],
+            "supporting": ["manuals/orsay.html"]}
+    with (project / "questions.jsonl").open("a") as out:
+        out.write(json.dumps(gone) + "\n")
+    with caplog.at_level("WARNING"):
+        steps, rows, _ = run_with(spec, RuleLLM())
+    assert steps["corpus"]["notes"]["questions_skipped_missing_support"] == 1
+    assert "q4 ('manuals/orsay.html')" in caplog.text
+    assert rows["dense"]["n_answered"] == 3
+    session = open_with(spec, RuleLLM())
+    monkeypatch.setattr(api, "open_session", lambda path: session)
+    assert main(["query", str(spec), "When does the Louvre close on Tuesdays?"]) == 0
+    out = capsys.readouterr().out
+    assert "manuals/hours.pdf  (p. 1)" in out
+    assert re.search(r"\[\d\] manuals/hours\.pdf, p\. 1  \(", out)
+    assert "manuals/hours.pdf, manuals/hours.pdf" not in out

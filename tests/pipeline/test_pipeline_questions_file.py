@@ -98,6 +98,9 @@ def test_the_questions_file_is_part_of_the_corpus_fingerprint(project):
      "brings its own questions")),
     ({"dataset": "jsonl", "path": "../corpus.jsonl", "questions_file": "../nothing.jsonl"},
      "corpus.questions_file does not exist: "),
+    ({"dataset": "jsonl", "path": "../corpus.jsonl", "missing_support": "error"},
+     ("corpus.missing_support: says what to do with a questions_file's supporting ids that "
+      "no document has; name corpus.questions_file or remove it")),
 ])
 def test_a_misplaced_or_missing_questions_file_exits_2(project, capsys, corpus, message):
     spec = write_spec(project, corpus=corpus)

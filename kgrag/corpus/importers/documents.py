@@ -3,7 +3,11 @@
 
 Such a corpus has no questions of its own; a questions file names each question's
 supporting documents by the ids the user knows them by (a field of the line, or
-the file's relative path).
+the file's relative path). A corpus changes under its questions (a file is removed, a
+``limit`` cuts it), so a question naming a document the corpus lacks is left out with
+a warning (``corpus.missing_support: skip``, the default) rather than stopping the run;
+``missing_support: error`` makes it the error it was. An id that names two documents
+is always an error: which one supports the question is unknown.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from kgrag.errors import KgragError
 
 log = logging.getLogger(__name__)
 TEXT_SUFFIXES = frozenset({".txt", ".md"})
+NAMED_IN_WARNINGS = 10  # skipped questions named in full; the rest are counted
 
 _HIDDEN = re.compile(r"(^|/)\.")
 OUTSIDE = "outside"  # the ``Corpus.sources`` status of a link leading out of the folder
@@ -69,23 +74,47 @@ def plain_corpus(items: Iterable[tuple[str | None, str, str]], cfg: Mapping[str,
                 by_id.setdefault(key, {})[(title, text)] = None
             if limit is not None and len(documents) >= limit:
                 break
-    questions = empty_questions()
+    questions, skipped = empty_questions(), ()
     if questions_file is not None:
         hint = id_hint + (f"; corpus.limit keeps the first {limit} documents" if limit else "")
-        records = _own_questions(Path(questions_file), by_id, hint)
-        questions = questions_frame(
-            select_questions(records, {"questions": cfg.get("questions")}, Path(questions_file)))
-    return Corpus(documents=documents_frame(documents), questions=questions)
+        records, missing = _own_questions(Path(questions_file), by_id, hint,
+                                          cfg.get("missing_support", "skip") == "error")
+        selected = select_questions(records, {"questions": cfg.get("questions")},
+                                    Path(questions_file))
+        skipped = tuple(r.question_id for r in selected if r.question_id in missing)
+        if skipped:
+            _report_skipped(Path(questions_file), skipped, missing, len(selected), hint)
+        questions = questions_frame([r for r in selected if r.question_id not in missing])
+    return Corpus(documents=documents_frame(documents), questions=questions,
+                  questions_missing_support=skipped)
+
+
+def _report_skipped(path: Path, skipped: tuple[str, ...], missing: Mapping[str, list[str]],
+                  selected: int, id_hint: str) -> None:
+    """One warning naming the questions left out and the documents they miss; an error
+    when none is left, since there would be nothing to evaluate."""
+    named = "; ".join(f"{q} ({', '.join(repr(d) for d in missing[q])})"
+                      for q in skipped[:NAMED_IN_WARNINGS])
+    more = f"; and {len(skipped) - NAMED_IN_WARNINGS} more" if len(
+        skipped) > NAMED_IN_WARNINGS else ""
+    if len(skipped) == selected:
+        raise KgragError(f"{path}: every question names a supporting document the corpus "
+                         f"lacks: {named}{more} ({id_hint})")
+    log.warning("%s: skipped %d of %d questions naming a supporting document the corpus "
+                "lacks (corpus.missing_support: skip): %s%s", path, len(skipped), selected,
+                named, more)
 
 
 def _own_questions(path: Path, by_id: Mapping[str, Mapping[tuple[str, str], None]],
-                   id_hint: str) -> list[QuestionRecord]:
+                   id_hint: str, missing_is_error: bool
+                   ) -> tuple[list[QuestionRecord], dict[str, list[str]]]:
     """The rows of a questions file: ``id``, ``question``, ``answers`` and, optionally,
-    ``supporting`` document ids, each naming exactly one document of the corpus."""
+    ``supporting`` document ids, each naming exactly one document of the corpus; and,
+    by question id, the supporting ids no document has (an error if ``missing_is_error``)."""
     if not path.exists():
         raise KgragError(f"corpus.questions_file {path} does not exist; fix the path "
                          "(relative paths resolve against the spec's folder)")
-    records = []
+    records, missing = [], {}
     for lineno, record in read_jsonl(path):
         where = f"{path}:{lineno}"
         question_id = record.get("id")
@@ -98,16 +127,18 @@ def _own_questions(path: Path, by_id: Mapping[str, Mapping[tuple[str, str], None
         supporting = []
         for doc_key in get_strings(record, "supporting", where) if "supporting" in record else []:
             named = by_id.get(doc_key, {})
-            if len(named) != 1:
+            if len(named) > 1 or (not named and missing_is_error):
                 problem = "no document has" if not named else f"{len(named)} documents have"
                 raise KgragError(f"{where}: supporting: {problem} the id {doc_key!r} "
                                  f"({id_hint})")
+            if not named:
+                missing.setdefault(str(question_id), []).append(doc_key)
             supporting.extend(named)
         records.append(QuestionRecord(
             line=lineno, question_id=str(question_id),
             question=get_question(record, where), answers=answers,
             paragraphs=(), supporting=tuple(supporting)))
-    return records
+    return records, missing
 
 
 def import_jsonl(path: Path, cfg: Mapping[str, Any]) -> Corpus:

@@ -75,7 +75,8 @@ def import_documents(path: Path, cfg: Mapping[str, Any], cache: ConversionCache 
     return Corpus(documents=corpus.documents, questions=corpus.questions,
                   sections=pl.DataFrame(sections, schema=SECTION_SCHEMA, orient="row"),
                   sources=pl.DataFrame(sorted(sources, key=lambda row: row["file"]),
-                                       schema=SOURCE_SCHEMA))
+                                       schema=SOURCE_SCHEMA),
+                  questions_missing_support=corpus.questions_missing_support)
 
 
 def _visible(folder: Path, files: list[Path]) -> list[str]:
