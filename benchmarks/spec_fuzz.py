@@ -3,6 +3,7 @@
     python benchmarks/spec_fuzz.py                   # 1,000 mutants, seed 0
     python benchmarks/spec_fuzz.py --mutants 100 --seed 3
     python benchmarks/spec_fuzz.py --kind replies    # a model server's replies instead
+    python benchmarks/spec_fuzz.py --kind bundles    # a bundle's index, members and bytes
 
 Each mutant is a spec under specs/ (all of them, in turn) with one or two mutations:
 a key deleted, a value of another type, a number out of range (or past what a run can
@@ -18,7 +19,8 @@ exception past the error handler, a traceback printed, a dry run that plans what
 validation refused, or a step still running after ``--limit`` seconds. Exits 1 if there
 was any.
 
-``--kind replies`` fuzzes what a model server answers instead (``reply_fuzz``).
+``--kind replies`` fuzzes what a model server answers instead (``reply_fuzz``);
+``--kind bundles`` what ``kgrag replay`` is given (``bundle_fuzz``).
 """
 
 from __future__ import annotations
@@ -386,14 +388,19 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=float, default=60.0,
                         help="seconds one command may take before the mutant counts as hung")
-    parser.add_argument("--kind", choices=("specs", "replies"), default="specs",
-                        help="what is mutated: the shipped specs, or a model server's "
-                             "replies (benchmarks/reply_fuzz.py)")
+    parser.add_argument("--kind", choices=("specs", "replies", "bundles"), default="specs",
+                        help="what is mutated: the shipped specs, a model server's "
+                             "replies (benchmarks/reply_fuzz.py), or a bundle "
+                             "(benchmarks/bundle_fuzz.py)")
     args = parser.parse_args()
     if args.kind == "replies":
         import reply_fuzz
 
         return reply_fuzz.report(args.mutants, args.seed, min(args.limit, 15.0))
+    if args.kind == "bundles":
+        import bundle_fuzz
+
+        return bundle_fuzz.report(args.mutants, args.seed, args.limit)
     outcomes, applied, failures = fuzz(args.mutants, args.seed, args.limit)
     specs = len(shipped_specs())
     print(f"\n{args.mutants} mutants of {specs} shipped specs (seed {args.seed})")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -19,7 +18,7 @@ from kgrag.bundle.replay import MODELS, unpack
 from kgrag.configuration import default_cache_dir
 from kgrag.contents.chunks import count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
-from kgrag.contents.metrics import METRICS, read_metrics
+from kgrag.contents.metrics import read_metrics
 from kgrag.corpus.sources import chunk_sources
 from kgrag.errors import KgragError, Refused
 from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, PIPELINE
@@ -383,9 +382,8 @@ def replay(bundle_path: str | Path, folder: str | Path, corpora: tuple[Path, ...
             unpacked.cache.close()
     usage = [step[kind] for step in manifest.steps for kind in ("llm", "embed")]
     differences = None
-    if METRICS in unpacked.members:
-        differences = metric_differences(json.loads(unpacked.members[METRICS]),
-                                         read_metrics(session.run_dir))
+    if unpacked.metrics is not None:
+        differences = metric_differences(unpacked.metrics, read_metrics(session.run_dir))
     return ReplayResult(manifest, sum(u["calls"] for u in usage),
                         sum(u["cache_hits"] for u in usage), differences)
 

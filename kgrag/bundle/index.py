@@ -50,6 +50,11 @@ SCHEMA: dict[str, Any] = {
     },
 }
 VALIDATOR = Draft202012Validator(SCHEMA)
+ROWS = {"type": "array", "items": {"type": "object"}}
+METRICS_VALIDATOR = Draft202012Validator({
+    "type": "object",
+    "properties": {"rows": {**ROWS, "items": {"type": "object", "required": ["strategy"]}},
+                   "builds": {**ROWS, "items": {"type": "object", "required": ["graph"]}}}})
 
 
 def check_index(bundle: Path, index: dict[str, Any]) -> None:
@@ -113,6 +118,22 @@ def read_calls(bundle: Path, data: bytes) -> list[tuple[str, dict[str, Any]]]:
             raise _unusable(bundle, f"{CALLS} line {number} is not a [key, entry] pair")
         entries.append((entry[0], entry[1]))
     return entries
+
+
+def read_bundled_metrics(bundle: Path, data: bytes | None) -> dict[str, Any] | None:
+    """The bundle's ``metrics.json``, which the replay's metrics are compared with, if it
+    ships one: a JSON object whose rows name their strategy and whose builds their
+    graph, as ``kgrag.bundle.compare`` reads them."""
+    if data is None:
+        return None
+    try:
+        metrics = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, too deep
+        raise _unusable(bundle, f"{METRICS} is not JSON ({exc})") from None
+    error = best_match(METRICS_VALIDATOR.iter_errors(metrics))
+    if error is not None:
+        raise _unusable(bundle, f"{METRICS} is not kgrag's metrics ({error.message:.200})")
+    return metrics
 
 
 def _unusable(bundle: Path, problem: str) -> KgragError:

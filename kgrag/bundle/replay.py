@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.bundle.archive import INDEX, read_archive
-from kgrag.bundle.index import check_index, check_spec, read_calls
+from kgrag.bundle.index import check_index, check_spec, read_bundled_metrics, read_calls
 from kgrag.bundle.pack import CALLS
 from kgrag.bundle.sources import PROJECT
 from kgrag.configuration import resolved
+from kgrag.contents.metrics import METRICS
 from kgrag.corpus.folder import corpus_files
 from kgrag.errors import KgragError, writing
 from kgrag.models import Models
@@ -44,6 +45,7 @@ class Unpacked:
     spec: Spec
     models: Models
     cache: CallCache
+    metrics: dict[str, Any] | None  # the bundle's metrics.json, if it ships one
 
 
 def unpack(bundle: Path, folder: Path, corpora: Iterable[Path],
@@ -57,6 +59,7 @@ def unpack(bundle: Path, folder: Path, corpora: Iterable[Path],
     index, members = read_archive(bundle)
     check_index(bundle, index)
     calls = read_calls(bundle, members[CALLS])
+    metrics = read_bundled_metrics(bundle, members.get(METRICS))
     with writing(folder, f"the replay of {bundle.name}",
                  "free space there or make it writable (or choose another folder with --dir)"):
         _claim(folder, members[INDEX])
@@ -79,7 +82,7 @@ def unpack(bundle: Path, folder: Path, corpora: Iterable[Path],
     except BaseException:
         cache.close()
         raise
-    return Unpacked(folder, index, members, spec, models, cache)
+    return Unpacked(folder, index, members, spec, models, cache, metrics)
 
 
 def _claim(folder: Path, index: bytes) -> None:

@@ -112,9 +112,14 @@ def refused(capsys, bundle: Path, folder: Path, *flags: str) -> str:
      "it holds 'cache/cache.db', which kgrag bundle never ships"),
     (lambda i: i, {"project/outputs/tiny/corpus-0/files.json": b"{}"},
      "it holds 'project/outputs/tiny/corpus-0/files.json', which kgrag bundle never ships"),
+    (lambda i: i, {"metrics.json": b"\xfd\x00 not utf-8"}, "metrics.json is not JSON"),
+    (lambda i: i, {"metrics.json": b'{"rows": [{"recall@5": 1.0}]}'},
+     "metrics.json is not kgrag's metrics ('strategy' is a required property)"),
+    (lambda i: i, {"metrics.json": b"[]"}, "metrics.json is not kgrag's metrics"),
 ], ids=["string", "list", "no-files", "no-sources", "not-utf8", "calls-not-json",
         "calls-one-field", "spec-climbs", "source-climbs", "source-field-type",
-        "into-the-cache", "into-the-run-folder"])
+        "into-the-cache", "into-the-run-folder", "metrics-not-utf8", "metrics-row-unnamed",
+        "metrics-list"])
 def test_a_crafted_index_is_one_error_before_any_write(made, tmp_path, capsys, edit, members,
                                                        message):
     bundle = forge(made[1], tmp_path / "crafted.tar.gz", edit, members)

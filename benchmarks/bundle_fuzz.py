@@ -1,0 +1,288 @@
+"""Fuzz ``kgrag replay``: each seeded mutant of a real bundle must replay, or be refused
+with one ``kgrag: error:`` line and exit 2, and never write outside its replay folder.
+
+    python benchmarks/spec_fuzz.py --kind bundles --mutants 1000 --seed 0
+
+A tiny run (two MuSiQue questions, the stand-in LLM of the tests) is bundled once with
+``kgrag bundle``. Each mutant changes that bundle once, the way someone who rewrites it
+would: the index (a key deleted, a value of another type, a path that leads elsewhere,
+an index that is no JSON object, not UTF-8, nested thousands deep or cut short), the
+call cache's lines, a member's bytes, or the file itself (a byte flipped, cut short,
+joined to itself or to garbage). Index and member mutations are forged: the checksums
+and the seal are brought up to date, so only the replay's own checks stand in the way.
+Each mutant is replayed into a folder of its own inside a fresh parent; a file that
+appears in the parent beside the replay folder, a traceback, an exit code other than
+0 or 2, an error of more than one line, or a replay still running after ``--limit``
+seconds is a failure.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import tarfile
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kgrag.bundle.archive import INDEX, SEAL
+from kgrag.cli import main as kgrag_main
+from tests.conftest import make_project, write_spec
+from tests.standin import RuleLLM, run_with
+
+Json = Any
+Entries = dict[str, bytes]
+SECTIONS = {"corpus": {"dataset": "musique", "path": "../corpus.jsonl", "limit": 2},
+            "query": [{"name": "dense", "strategy": "naive", "budget_tokens": 300}],
+            "answer": {"questions": 2}}
+ELSEWHERE = ("../../../../elsewhere/SLIP.jsonl", "/tmp/kgrag-fuzz-abs", "project/../../x",
+             "", ".", "project/", "project/./specs/../../../y", "\\..\\..\\z", "project/\x00",
+             "x" * 5000, "project/specs/tiny.yaml/inner")
+VALUES: tuple[Json, ...] = (None, 0, -1, 2**70, 1.5, float("inf"), True, "", "text", [],
+                            {}, [1, 2], {"a": 1}, "\udc80", 10**400)
+
+
+class Hung(Exception):
+    """A replay still running past the limit."""
+
+
+def made_bundle(folder: Path) -> Path:
+    """A finished tiny run bundled by ``kgrag bundle``."""
+    project = make_project(folder / "proj")
+    spec = write_spec(project, **SECTIONS, cache={"dir": "../calls"})
+    run_with(spec, RuleLLM())
+    bundle = folder / "tiny.tar.gz"
+    with redirect_stdout(io.StringIO()):
+        if kgrag_main(["bundle", str(spec), "-o", str(bundle)]) != 0:
+            raise SystemExit("kgrag bundle failed on the tiny run")
+    return bundle
+
+
+def entries_of(bundle: Path) -> tuple[Json, Entries]:
+    with tarfile.open(bundle) as tar:
+        entries = {info.name: _read(tar, info) for info in tar}
+    index = json.loads(entries.pop(INDEX))
+    del entries[SEAL]
+    return index, entries
+
+
+def _read(tar: tarfile.TarFile, info: tarfile.TarInfo) -> bytes:
+    member = tar.extractfile(info)
+    if member is None:
+        raise SystemExit(f"{info.name} in the made bundle is not a file")
+    return member.read()
+
+
+def packed(head: bytes, entries: Entries) -> bytes:
+    """A bundle of ``head`` as its index and ``entries``, sealed, gzip'd as kgrag does."""
+    raw = io.BytesIO()
+    with (gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out,
+          tarfile.open(fileobj=out, mode="w") as tar):
+        for name, data in [(INDEX, head), *entries.items(),
+                           (SEAL, hashlib.sha256(head).hexdigest().encode())]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+def forged(index: Json, entries: Entries) -> bytes:
+    """The index with its checksums brought up to date, as a forger would."""
+    if isinstance(index, dict) and isinstance(index.get("files"), dict):
+        index["files"] = {name: hashlib.sha256(data).hexdigest()
+                          for name, data in entries.items()}
+    return packed(json.dumps(index).encode(), entries)
+
+
+def paths(data: Json, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every key path into ``data`` (the root excluded)."""
+    items = data.items() if isinstance(data, dict) else (
+        enumerate(data) if isinstance(data, list) else ())
+    for key, value in items:
+        yield (*path, key)
+        yield from paths(value, (*path, key))
+
+
+def parent_of(data: Json, path: tuple[Any, ...]) -> Json:
+    for key in path[:-1]:
+        data = data[key]
+    return data
+
+
+def delete_key(index: Json, entries: Entries, rng: random.Random) -> bytes:
+    path = rng.choice([p for p in paths(index) if isinstance(parent_of(index, p), dict)])
+    del parent_of(index, path)[path[-1]]
+    return forged(index, entries)
+
+
+def other_type(index: Json, entries: Entries, rng: random.Random) -> bytes:
+    path = rng.choice(list(paths(index)))
+    parent_of(index, path)[path[-1]] = rng.choice(VALUES)
+    head = json.dumps(index).encode("utf-8", "surrogatepass")
+    return packed(head, entries)
+
+
+def elsewhere(index: Json, entries: Entries, rng: random.Random) -> bytes:
+    """A place in the index (the spec, a source's member or path, a listed file) that
+    leads out of the bundle's project folder, or nowhere a file system takes."""
+    place = rng.choice(ELSEWHERE)
+    where = rng.choice(("spec", "member", "file"))
+    if where == "spec":
+        index["spec"] = place
+    elif where == "member":
+        rng.choice(index["sources"])["member"] = place
+        if rng.random() < 0.5:
+            rng.choice(index["sources"])["copied"] = False
+    else:
+        entries[place] = b"planted\n"
+    return forged(index, entries)
+
+
+def not_an_object(index: Json, entries: Entries, rng: random.Random) -> bytes:
+    text = json.dumps(index).encode()
+    head = rng.choice((b"[]", b'"index"', b"null", b"42", json.dumps([index]).encode(),
+                       text[: rng.randrange(1, len(text))], b"\xff\xfe" + text,
+                       b"[" * 100_000 + b"]" * 100_000, text.replace(b"{", b"{\n", 1) + b"}"))
+    return packed(head, entries)
+
+
+def calls_line(index: Json, entries: Entries, rng: random.Random) -> bytes:
+    lines = entries["calls.jsonl"].splitlines()
+    line = rng.choice((b"not json", b'["only a key"]', b"[1, {}]", b'["k", "v"]', b"{}",
+                       b"\xff", b"[" * 50_000, b'["k", {"text": 5}]', b""))
+    lines.insert(rng.randrange(len(lines) + 1), line)
+    entries["calls.jsonl"] = b"\n".join(lines) + b"\n"
+    return forged(index, entries)
+
+
+def member_bytes(index: Json, entries: Entries, rng: random.Random) -> bytes:
+    name = rng.choice(sorted(entries))
+    data = bytearray(entries[name])
+    choice = rng.randrange(3)
+    if choice == 0 and data:
+        data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+    elif choice == 1:
+        data = data[: rng.randrange(len(data) + 1)]
+    else:
+        data = bytearray(os.urandom(rng.randrange(1, 4096)))
+    entries[name] = bytes(data)
+    return forged(index, entries)
+
+
+def file_bytes(index: Json, entries: Entries, rng: random.Random) -> bytes:
+    """The bundle file itself damaged, not forged: checksums and seal as they were."""
+    whole = bytearray(forged(index, entries))
+    choice = rng.randrange(4)
+    if choice == 0:
+        whole[rng.randrange(len(whole))] ^= 1 << rng.randrange(8)
+    elif choice == 1:
+        whole = whole[: rng.randrange(len(whole))]
+    elif choice == 2:
+        whole = whole + whole
+    else:
+        whole = whole + os.urandom(rng.randrange(1, 512))
+    return bytes(whole)
+
+
+MUTATIONS: tuple[Callable[[Json, Entries, random.Random], bytes], ...] = (
+    delete_key, other_type, elsewhere, not_an_object, calls_line, member_bytes, file_bytes)
+
+
+def outcome(bundle: Path, parent: Path, limit: float) -> str:
+    """"replayed" (exit 0) or "refused" (exit 2 with one error line); raises on anything
+    else, or when a file appeared in ``parent`` beside the replay folder."""
+    folder = parent / "replay"
+    out, err = io.StringIO(), io.StringIO()
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = kgrag_main(["replay", str(bundle), "--dir", str(folder)])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    stray = sorted(p.name for p in parent.iterdir() if p.name not in ("replay", bundle.name))
+    if stray:
+        raise AssertionError(f"wrote outside the replay folder: {stray}")
+    message = err.getvalue()
+    if "Traceback" in message:
+        raise AssertionError(f"printed a traceback:\n{message[-2000:]}")
+    if code == 0:
+        return "replayed"
+    if code == 2 and message.startswith("kgrag: error:") and message.count("\n") == 1:
+        return "refused"
+    raise AssertionError(f"exit {code} with {message[:500]!r}")
+
+
+OUTCOMES = ("replayed", "refused", "failed", "hung")
+
+
+def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = print
+         ) -> tuple[Counter[str], Counter[str], list[str]]:
+    """Run ``mutants`` bundle mutants: outcome counts, mutation counts, and the failures."""
+    signal.signal(signal.SIGALRM, _hang)
+    outcomes: Counter[str] = Counter()
+    applied: Counter[str] = Counter()
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="kgrag-bundle-fuzz-") as tmp:
+        root = Path(tmp)
+        os.environ["KGRAG_CACHE_DIR"] = str(root / "default-cache")  # not the user's
+        os.environ["HOME"] = str(root / "home")
+        bundle = made_bundle(root / "made")
+        for number in range(mutants):
+            rng = random.Random(f"{seed}:{number}")
+            index, entries = entries_of(bundle)
+            mutation = rng.choice(MUTATIONS)
+            applied[mutation.__name__] += 1
+            parent = root / f"m{number}"
+            parent.mkdir()
+            mutant = parent / "mutant.tar.gz"
+            mutant.write_bytes(mutation(index, entries, rng))
+            try:
+                result = outcome(mutant, parent, limit)
+            except Hung:
+                result = "hung"
+                failures.append(f"#{number} ({mutation.__name__}): still running after "
+                                f"{limit:g} s")
+            except BaseException as exc:  # what the fuzz looks for: anything else
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                result = "failed"
+                failures.append(f"#{number} ({mutation.__name__}): "
+                                f"{''.join(traceback.format_exception(exc, limit=-4))}")
+            outcomes[result] += 1
+            shutil.rmtree(parent)
+            if (number + 1) % 100 == 0:
+                echo(f"{number + 1} mutants: {dict(outcomes)}")
+    return outcomes, applied, failures
+
+
+def _hang(_signum: int, _frame: Any) -> None:
+    raise Hung
+
+
+def report(mutants: int, seed: int, limit: float) -> int:
+    """Run the fuzz and print its figures; 1 if any mutant failed."""
+    started = time.monotonic()
+    outcomes, applied, failures = fuzz(mutants, seed, limit)
+    took = time.monotonic() - started
+    print(f"\n{mutants} bundle mutants (seed {seed}) in {took:.1f} s "
+          f"({took / max(mutants, 1) * 1000:.0f} ms a mutant)")
+    print("mutations: " + ", ".join(f"{k} {v}" for k, v in sorted(applied.items())))
+    for result in OUTCOMES:
+        print(f"  {result:<17} {outcomes[result]:>6}")
+    for failure in failures:
+        print(f"\nFAILED {failure}")
+    return 1 if failures else 0
