@@ -4,6 +4,7 @@
     python benchmarks/spec_fuzz.py --mutants 100 --seed 3
     python benchmarks/spec_fuzz.py --kind replies    # a model server's replies instead
     python benchmarks/spec_fuzz.py --kind bundles    # a bundle's index, members and bytes
+    python benchmarks/spec_fuzz.py --kind documents  # real documents damaged, and bombs
 
 Each mutant is a spec under specs/ (all of them, in turn) with one or two mutations:
 a key deleted, a value of another type, a number out of range (or past what a run can
@@ -20,7 +21,8 @@ validation refused, or a step still running after ``--limit`` seconds. Exits 1 i
 was any.
 
 ``--kind replies`` fuzzes what a model server answers instead (``reply_fuzz``);
-``--kind bundles`` what ``kgrag replay`` is given (``bundle_fuzz``).
+``--kind bundles`` what ``kgrag replay`` is given (``bundle_fuzz``); ``--kind documents``
+the files of a documents folder (``document_fuzz``).
 """
 
 from __future__ import annotations
@@ -388,10 +390,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=float, default=60.0,
                         help="seconds one command may take before the mutant counts as hung")
-    parser.add_argument("--kind", choices=("specs", "replies", "bundles"), default="specs",
+    parser.add_argument("--kind", choices=("specs", "replies", "bundles", "documents"),
+                        default="specs",
                         help="what is mutated: the shipped specs, a model server's "
-                             "replies (benchmarks/reply_fuzz.py), or a bundle "
-                             "(benchmarks/bundle_fuzz.py)")
+                             "replies (benchmarks/reply_fuzz.py), a bundle "
+                             "(benchmarks/bundle_fuzz.py), or a documents folder's files "
+                             "(benchmarks/document_fuzz.py)")
     args = parser.parse_args()
     if args.kind == "replies":
         import reply_fuzz
@@ -401,6 +405,10 @@ def main() -> int:
         import bundle_fuzz
 
         return bundle_fuzz.report(args.mutants, args.seed, args.limit)
+    if args.kind == "documents":
+        import document_fuzz
+
+        return document_fuzz.report(args.mutants, args.seed, args.limit)
     outcomes, applied, failures = fuzz(args.mutants, args.seed, args.limit)
     specs = len(shipped_specs())
     print(f"\n{args.mutants} mutants of {specs} shipped specs (seed {args.seed})")
