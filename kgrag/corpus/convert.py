@@ -25,6 +25,7 @@ import itertools
 import logging
 import re
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -202,8 +203,8 @@ def _docx(data: bytes) -> Converted:
         if refused:
             raise Unreadable("corrupt", refused)
         document = docx.Document(io.BytesIO(data))
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError,
-            etree.XMLSyntaxError) as exc:
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, EOFError,
+            zlib.error, etree.XMLSyntaxError) as exc:  # zlib, EOF: a deflate stream damaged
         raise Unreadable("corrupt", f"not a readable DOCX file ({exc})") from None
     blocks, heading = [], None
     for paragraph in document.paragraphs:

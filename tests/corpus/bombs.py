@@ -5,6 +5,7 @@ must survive (skip and count, in bounded memory and time). The regression tests 
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 
 import docx
@@ -57,6 +58,22 @@ def docx_entity_bomb() -> bytes:
 def docx_malformed() -> bytes:
     """A DOCX whose document.xml is cut short (its closing tags missing)."""
     return docx_with(small_docx_xml()[:-40])
+
+
+def docx_damaged_deflate() -> bytes:
+    """A DOCX whose document.xml is stored plain but declared deflated, so inflating it
+    fails inside zlib (as a byte flipped in a deflate stream does), not in zipfile."""
+    data = bytearray(docx_with(method=zipfile.ZIP_STORED))
+    name = b"word/document.xml"
+    for signature, method_at, length_at, name_at in ((b"PK\x03\x04", 8, 26, 30),
+                                                     (b"PK\x01\x02", 10, 28, 46)):
+        at = data.find(signature)
+        while at >= 0:
+            length = struct.unpack("<H", data[at + length_at:at + length_at + 2])[0]
+            if data[at + name_at:at + name_at + length] == name:
+                data[at + method_at:at + method_at + 2] = struct.pack("<H", zipfile.ZIP_DEFLATED)
+            at = data.find(signature, at + 4)
+    return bytes(data)
 
 
 def small_docx_xml() -> bytes:

@@ -17,6 +17,7 @@ from kgrag.pipeline.runner import run_plan
 from kgrag.spec import check_spec
 from tests.conftest import write_spec
 from tests.corpus.bombs import (
+    docx_damaged_deflate,
     docx_entity_bomb,
     docx_malformed,
     docx_with,
@@ -42,6 +43,7 @@ def verdict(data: bytes, suffix: str) -> Unreadable:
     pytest.param(lambda: docx_with(method=zipfile.ZIP_BZIP2), id="bzip2-entry"),
     pytest.param(docx_entity_bomb, id="entity-bomb"),
     pytest.param(docx_malformed, id="malformed-xml"),
+    pytest.param(docx_damaged_deflate, id="damaged-deflate"),  # found by document_fuzz
 ])
 def test_a_docx_bomb_or_broken_xml_is_corrupt(bomb):
     assert verdict(bomb(), ".docx").kind == "corrupt"
