@@ -12,7 +12,8 @@ joined to itself or to garbage). Index and member mutations are forged: the chec
 and the seal are brought up to date, so only the replay's own checks stand in the way.
 Each mutant is replayed into a folder of its own inside a fresh parent; a file that
 appears in the parent beside the replay folder, a traceback, an exit code other than
-0 or 2, an error of more than one line, or a replay still running after ``--limit``
+0 or 2, an error of more than one line (but a refused spec's, one line per finding of
+its validation), or a replay still running after ``--limit``
 seconds is a failure.
 """
 
@@ -221,9 +222,16 @@ def outcome(bundle: Path, parent: Path, limit: float) -> str:
         raise AssertionError(f"printed a traceback:\n{message[-2000:]}")
     if code == 0:
         return "replayed"
-    if code == 2 and message.startswith("kgrag: error:") and message.count("\n") == 1:
+    if code == 2 and message.startswith("kgrag: error:") and (
+            message.count("\n") == 1 or _findings(message)):
         return "refused"
     raise AssertionError(f"exit {code} with {message[:500]!r}")
+
+
+def _findings(message: str) -> bool:
+    """A spec refused by validation: one ``file:line: problem`` line per finding."""
+    first, *rest = message.removeprefix("kgrag: error: ").splitlines()
+    return all(line.split(":", 2)[0] == first.split(":", 2)[0] for line in rest)
 
 
 OUTCOMES = ("replayed", "refused", "failed", "hung")
