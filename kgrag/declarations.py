@@ -91,6 +91,14 @@ Need = str | GraphRef | TrainedRef  # a plan-level artefact ("chunks", "dense"),
 # build's, or a training entry's model
 
 
+class Retrieves(Protocol):
+    """What a strategy's ``runs`` is: a class whose ``load`` builds its retriever from a
+    compiled entry, the entry's artefact folders by role and ``kgrag.retrieval.Resources``
+    (``Any`` here: this base layer does not import the retrieval package)."""
+
+    def load(self, config: Config, artefacts: dict[str, Path], resources: Any, /) -> Any: ...
+
+
 class PlannedStep(Protocol):
     """A step a declaration added to the plan: its name (what later steps' inputs name)
     and its fingerprint."""
@@ -193,7 +201,7 @@ class Strategy:
     for a dry run; ``answers_in_trace(config)`` says that it answers while retrieving (a
     model only the retrieval holds, RAS's Graph-LLM) and its trace's ``answer`` is the
     answer. ``evidence`` is what it retrieves: "chunks" (text units, read from the plan's chunks
-    and handed to ``load`` as ``resources.units``) or another kind, such as triples of a
+    and handed to ``load`` as ``resources.chunks``) or another kind, such as triples of a
     knowledge-graph corpus, for which the plan chunks nothing (``Evidence``).
 
     A strategy built on other entries of the spec names them in its parameter
@@ -207,8 +215,8 @@ class Strategy:
     name: str
     summary: str
     params: tuple[Param, ...]
-    runs: type
-    needs: Callable[[Config], dict[str, Need]]
+    runs: Retrieves
+    needs: Callable[[Config], Mapping[str, Need]]
     groups: tuple[Group, ...] = ()
     problems: Callable[[int, Config, Config, Config], Iterator[Problem]] = _no_problems
     uses_llm: Callable[[Config], bool] = _never
