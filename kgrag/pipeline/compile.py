@@ -141,8 +141,9 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
     for _, strategy in strategies:
         declared = STRATEGIES[strategy["strategy"]]
         own = strategy.get("embedder")
-        config = {"strategy": strategy,
-                  "embedder": embedder if own is None else models.identity(models.embedder_model(own))}
+        config: dict[str, Any] = {
+            "strategy": strategy,
+            "embedder": embedder if own is None else models.identity(models.embedder_model(own))}
         if held_out:  # a trained retriever's training questions are never evaluated
             config["held_out"] = held_out
         if declared.uses_llm(strategy):
