@@ -135,15 +135,15 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                          for need in needs(s).values()
                          if isinstance(need, str) and need.startswith(DENSE)}):
         own = embedder_of[index]
-        config = ({"embedder": embedder} if own is None else
-                  {"embedder": models.identity(models.embedder_model(own)), "model": own})
+        config: dict[str, Any] = (
+            {"embedder": embedder} if own is None else
+            {"embedder": models.identity(models.embedder_model(own)), "model": own})
         plan.add(index, "dense_index", config, {"chunks": "chunks"})
     for _, strategy in strategies:
         declared = STRATEGIES[strategy["strategy"]]
         own = strategy.get("embedder")
-        config: dict[str, Any] = {
-            "strategy": strategy,
-            "embedder": embedder if own is None else models.identity(models.embedder_model(own))}
+        config = {"strategy": strategy,
+                  "embedder": embedder if own is None else models.identity(models.embedder_model(own))}
         if held_out:  # a trained retriever's training questions are never evaluated
             config["held_out"] = held_out
         if declared.uses_llm(strategy):
