@@ -29,7 +29,7 @@ def ignores(root: Path = ROOT / "kgrag") -> tuple[int, list[str]]:
                 continue
             count += 1
             if not EXPLAINED.match(found["rest"]):
-                unexplained.append(f"{path.relative_to(ROOT)}:{number}")
+                unexplained.append(f"{path.relative_to(root.parent)}:{number}")
     return count, unexplained
 
 
