@@ -1,6 +1,6 @@
 # Two commands do everything on a fresh machine:
 #   make demo   set up (venv + locked install) and run the quickstart spec
-#   make test   set up if needed and run the whole test suite
+#   make test   set up if needed, type-check kgrag/ (mypy), run the whole test suite
 # and one refreshes the lock on purpose:
 #   make lock          re-resolve after editing pyproject.toml, keeping every pin it can
 #   make lock-upgrade  re-resolve everything to the newest releases
@@ -37,6 +37,7 @@ demo: $(STAMP)
 	$(BIN)/kgrag run specs/quickstart.yaml
 
 test: $(STAMP)
+	$(BIN)/python -m tests.typecheck
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from kgrag.errors import KgragError
 
@@ -88,62 +88,63 @@ class Spec:
     sha256: str
     """SHA-256 of the spec file bytes, to tie artefacts to the spec that made them."""
     data: Mapping[str, Any] = field(hash=False)
-    """The validated configuration; read-only mappings and tuples all the way down."""
+    """The validated configuration; read-only mappings and tuples all the way down. The schema
+    fixed each section's shape, so the properties below state it (``cast``) rather than test it."""
 
     @property
     def name(self) -> str:
         """The run name."""
-        return self.data["name"]
+        return cast("str", self.data["name"])
 
     @property
     def corpus(self) -> Mapping[str, Any]:
         """Where documents and questions come from."""
-        return self.data["corpus"]
+        return cast("Mapping[str, Any]", self.data["corpus"])
 
     @property
     def models(self) -> Mapping[str, Any]:
         """The LLM and embedder settings."""
-        return self.data["models"]
+        return cast("Mapping[str, Any]", self.data["models"])
 
     @property
     def chunking(self) -> Mapping[str, Any]:
         """Chunk size and overlap."""
-        return self.data["chunking"]
+        return cast("Mapping[str, Any]", self.data["chunking"])
 
     @property
     def graphs(self) -> tuple[Mapping[str, Any], ...]:
         """The graph builds, in spec order."""
-        return self.data["graphs"]
+        return cast("tuple[Mapping[str, Any], ...]", self.data["graphs"])
 
     @property
     def extraction(self) -> Mapping[str, Any]:
         """LLM extraction settings shared by every skeleton build."""
-        return self.data["extraction"]
+        return cast("Mapping[str, Any]", self.data["extraction"])
 
     @property
     def training(self) -> tuple[Mapping[str, Any], ...]:
         """The retrievers to train, in spec order."""
-        return self.data["training"]
+        return cast("tuple[Mapping[str, Any], ...]", self.data["training"])
 
     @property
     def query(self) -> tuple[Mapping[str, Any], ...]:
         """The query strategies, in spec order."""
-        return self.data["query"]
+        return cast("tuple[Mapping[str, Any], ...]", self.data["query"])
 
     @property
     def answer(self) -> Mapping[str, Any]:
         """Answer generation settings."""
-        return self.data["answer"]
+        return cast("Mapping[str, Any]", self.data["answer"])
 
     @property
     def evaluate(self) -> Mapping[str, Any]:
         """Metric settings."""
-        return self.data["evaluate"]
+        return cast("Mapping[str, Any]", self.data["evaluate"])
 
     @property
     def executor(self) -> Mapping[str, Any]:
         """Where model calls over many work items run (``kgrag.models.executor``)."""
-        return self.data["executor"]
+        return cast("Mapping[str, Any]", self.data["executor"])
 
     def resolve(self, relative: str | Path) -> Path:
         """Resolve a path from the spec against the spec file's folder."""

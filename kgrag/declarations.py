@@ -91,6 +91,14 @@ Need = str | GraphRef | TrainedRef  # a plan-level artefact ("chunks", "dense"),
 # build's, or a training entry's model
 
 
+class Retrieves(Protocol):
+    """What a strategy's ``runs`` is: a class whose ``load`` builds its retriever from a
+    compiled entry, the entry's artefact folders by role and ``kgrag.retrieval.Resources``
+    (``Any`` here: this base layer does not import the retrieval package)."""
+
+    def load(self, config: Config, artefacts: dict[str, Path], resources: Any, /) -> Any: ...
+
+
 class PlannedStep(Protocol):
     """A step a declaration added to the plan: its name (what later steps' inputs name)
     and its fingerprint."""
@@ -130,7 +138,7 @@ def resolve(need: Need, config: Config, trained: Mapping[str, str] | None = None
         return need
     if isinstance(need, TrainedRef):
         entry = config.get(need.key)
-        if entry not in (trained or {}):
+        if trained is None or not isinstance(entry, str) or entry not in trained:
             raise KgragError(f"strategy {config['name']!r}: {need.why}, so '{need.key}' must "
                              f"name a training entry that trains a {need.model}")
         return trained[entry]
@@ -193,7 +201,7 @@ class Strategy:
     for a dry run; ``answers_in_trace(config)`` says that it answers while retrieving (a
     model only the retrieval holds, RAS's Graph-LLM) and its trace's ``answer`` is the
     answer. ``evidence`` is what it retrieves: "chunks" (text units, read from the plan's chunks
-    and handed to ``load`` as ``resources.units``) or another kind, such as triples of a
+    and handed to ``load`` as ``resources.chunks``) or another kind, such as triples of a
     knowledge-graph corpus, for which the plan chunks nothing (``Evidence``).
 
     A strategy built on other entries of the spec names them in its parameter
@@ -207,8 +215,8 @@ class Strategy:
     name: str
     summary: str
     params: tuple[Param, ...]
-    runs: type
-    needs: Callable[[Config], dict[str, Need]]
+    runs: Retrieves
+    needs: Callable[[Config], Mapping[str, Need]]
     groups: tuple[Group, ...] = ()
     problems: Callable[[int, Config, Config, Config], Iterator[Problem]] = _no_problems
     uses_llm: Callable[[Config], bool] = _never
@@ -224,18 +232,21 @@ class Strategy:
         """Role → what the entry's ``member_key`` holds for that member: an entry's name
         in a spec, its concrete config once compiled. A list's members play the roles
         "0", "1"…; a single name plays the role named like the key."""
-        value = config.get(self.member_key) if self.member_key else None
-        if value is None:
+        key = self.member_key
+        value = config.get(key) if key else None
+        if key is None or value is None:
             return {}
         if isinstance(value, list):
             return {str(i): member for i, member in enumerate(value)}
-        return {self.member_key: value}
+        return {key: value}
 
     def replace_members(self, config: Config, by_role: dict[str, Any]) -> Config:
         """The entry with each member (by role, as ``members`` names them) in its place."""
-        value = config[self.member_key]
-        return {**config, self.member_key: [by_role[str(i)] for i in range(len(value))]
-                if isinstance(value, list) else by_role[self.member_key]}
+        key = self.member_key
+        assert key is not None, "only a strategy with a member_key has members"
+        value = config[key]
+        return {**config, key: [by_role[str(i)] for i in range(len(value))]
+                if isinstance(value, list) else by_role[key]}
 
     def member_path(self, role: str) -> tuple[Any, ...]:
         """Where a member's name stands in the entry: ``(key, index)`` or ``(key,)``."""

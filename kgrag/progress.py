@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import IO, TypeVar
@@ -109,6 +109,6 @@ class Progress:
 def progress(iterable: Iterable[T], total: int | None = None, desc: str = "",
              unit: str = "it") -> Iterator[T]:
     """``iterable`` with progress reporting (see the module docstring)."""
-    if total is None and hasattr(iterable, "__len__"):
-        total = len(iterable)  # type: ignore[arg-type]
+    if total is None and isinstance(iterable, Sized):
+        total = len(iterable)
     return Progress(desc, total, unit).wrap(iterable)

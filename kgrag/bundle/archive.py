@@ -107,7 +107,9 @@ def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
                 raise _damaged(path, "its gzip header is not the one kgrag bundle writes")
             raw.seek(0)
             stream = _Inflated(raw)
-            with tarfile.open(fileobj=stream, mode="r|") as tar:
+            # typeshed asks every fileobj for write, seek and tell; tarfile only reads a stream's
+            with tarfile.open(  # type: ignore[call-overload]  # a "r|" stream: read() is enough
+                    fileobj=stream, mode="r|") as tar:
                 index, members = _members(path, tar)
             stream.finish()
     except FileNotFoundError:
@@ -150,7 +152,7 @@ def _members(path: Path, tar: tarfile.TarFile) -> tuple[dict[str, Any], dict[str
         if SEAL in members or info.name in members:
             raise _altered(path, info.name, "comes twice, or after the seal")
         limit = {INDEX: MAX_INDEX_BYTES, SEAL: 64}.get(info.name)
-        if limit is None and info.name not in index["files"]:
+        if limit is None and (index is None or info.name not in index["files"]):
             raise _altered(path, info.name, f"is not listed in {INDEX}")
         if limit is not None and info.size > limit:
             raise _altered(path, info.name, f"is {info.size} bytes, more than {limit}")

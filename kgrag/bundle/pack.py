@@ -30,12 +30,20 @@ CALLS = "calls.jsonl"  # one [key, payload] per line
 
 
 class Run(Protocol):
-    """A spec with its cache, models and compiled plan (``kgrag.api.Session``)."""
+    """A spec with its cache, models and compiled plan (``kgrag.api.Session``), all read
+    only: a bundle never replaces them (the session is a frozen dataclass)."""
 
-    spec: Spec
-    cache: CallCache
-    models: Models
-    plan: Plan
+    @property
+    def spec(self) -> Spec: ...
+
+    @property
+    def cache(self) -> CallCache: ...
+
+    @property
+    def models(self) -> Models: ...
+
+    @property
+    def plan(self) -> Plan: ...
 
     @property
     def run_dir(self) -> Path: ...

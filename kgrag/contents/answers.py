@@ -12,6 +12,8 @@ from typing import Any
 
 import polars as pl
 
+from kgrag.contents.columns import ColumnTypes
+
 ANSWERS = "answers.parquet"
 SCHEMA = {"question_id": pl.String, "answer": pl.String, "tokens_in": pl.Int64,
           "tokens_out": pl.Int64}
@@ -26,10 +28,10 @@ def read_answers(folder: Path) -> pl.DataFrame:
 
 
 CITATIONS = "citations.parquet"
-CITATION_SCHEMA = {"question_id": pl.String, "cited_units": pl.List(pl.String),
-                   "cited_docs": pl.List(pl.String), "cited_texts": pl.List(pl.String),
-                   "numbers": pl.List(pl.Int64),
-                   "shown": pl.Int64}
+CITATION_SCHEMA: ColumnTypes = {"question_id": pl.String, "cited_units": pl.List(pl.String),
+                                "cited_docs": pl.List(pl.String), "cited_texts": pl.List(pl.String),
+                                "numbers": pl.List(pl.Int64),
+                                "shown": pl.Int64}
 
 
 def write_citations(folder: Path, rows: list[dict[str, Any]]) -> None:

@@ -6,6 +6,10 @@ import polars as pl
 
 from kgrag.corpus.tokenizer import Tokenizer
 
+ColumnTypes = dict[str, pl.DataType | type[pl.DataType]]
+"""A table's columns as polars takes them: a type's class (``pl.String``) or an instance
+(``pl.List(pl.String)``) for each."""
+
 
 def counted(frame: pl.DataFrame, text: str, tokens: str, tokenizer: Tokenizer) -> pl.DataFrame:
     """``frame`` with column ``tokens``: the token count of each row's ``text`` column.

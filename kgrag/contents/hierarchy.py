@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from kgrag.contents.columns import ColumnTypes
 from kgrag.contents.entities import write_entity_tables, write_entity_vectors
 from kgrag.graphs.hierarchy import Hierarchy, Module
 
 MODULES_FILE = "modules.parquet"
-MODULE_SCHEMA = {"module_id": pl.String, "level": pl.Int64, "parent": pl.String,
-                 "children": pl.List(pl.String), "entities": pl.List(pl.String)}
+MODULE_SCHEMA: ColumnTypes = {"module_id": pl.String, "level": pl.Int64, "parent": pl.String,
+                              "children": pl.List(pl.String), "entities": pl.List(pl.String)}
 
 
 def write_hierarchy(folder: Path, entities: pl.DataFrame, relationships: pl.DataFrame,

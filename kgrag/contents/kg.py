@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from kgrag.contents.columns import ColumnTypes
 from kgrag.errors import KgragError
 from kgrag.kg.graph import KnowledgeGraph, textless
 from kgrag.kg.question_graph import QuestionGraph
@@ -28,13 +30,13 @@ TRIPLES = "triples.parquet"
 QUESTIONS = "questions.parquet"
 GRAPHML = "graph.graphml"
 VECTORS = "vectors"  # the LanceDB folder
-QUESTION_SCHEMA = {"question_id": pl.String, "question": pl.String,
-                   "topics": pl.List(pl.String), "missing": pl.List(pl.String),
-                   "triples": pl.List(pl.Int64)}
+QUESTION_SCHEMA: ColumnTypes = {"question_id": pl.String, "question": pl.String,
+                                "topics": pl.List(pl.String), "missing": pl.List(pl.String),
+                                "triples": pl.List(pl.Int64)}
 
 
 def write_kg(folder: Path, kg: KnowledgeGraph, vectors: dict[str, np.ndarray],
-             questions: list[dict]) -> None:
+             questions: list[dict[str, Any]]) -> None:
     pl.DataFrame({"triple_id": kg.ids, **{c: [kg.triple(i)[j] for i in range(len(kg.ids))]
                                           for j, c in enumerate(("head", "relation", "tail"))}}
                  ).write_parquet(folder / TRIPLES)
@@ -64,7 +66,7 @@ class KgIndex:
         frame = pl.read_parquet(folder / TRIPLES)
         self.kg = KnowledgeGraph(frame["triple_id"], frame["head"], frame["relation"],
                                  frame["tail"])
-        self.vectors = {}
+        self.vectors: dict[str, np.ndarray] = {}
         for table, ids in (("entities", self.kg.entities), ("relations", self.kg.relations),
                            ("triples", self.kg.ids)):
             stored, matrix = VectorTable.open(folder / VECTORS, table).matrix()
@@ -101,7 +103,8 @@ class KgIndex:
     def cosines(self, rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """Each triple's cosine to the question ``vector`` over its text embedding (both
         normalised): what ``triple_cosine`` ranks by and the triple scorer's match input."""
-        return self.vectors["triples"][rows] @ np.asarray(vector, dtype=np.float32)
+        cosines: np.ndarray = self.vectors["triples"][rows] @ np.asarray(vector, dtype=np.float32)
+        return cosines
 
     def question_graph(self, retrieval: Retrieval, vector: np.ndarray,
                        positives: set[int] | None = None) -> QuestionGraph:

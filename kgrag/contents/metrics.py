@@ -18,4 +18,5 @@ def write_metrics(folder: Path, result: dict[str, Any]) -> None:
 
 
 def read_metrics(folder: Path) -> dict[str, Any]:
-    return json.loads((folder / METRICS).read_text())
+    result: dict[str, Any] = json.loads((folder / METRICS).read_text())
+    return result

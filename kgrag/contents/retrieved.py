@@ -12,11 +12,14 @@ from typing import Any
 
 import polars as pl
 
+from kgrag.contents.columns import ColumnTypes
+
 RETRIEVED = "retrieved.parquet"
-SCHEMA = {"question_id": pl.String, "unit_ids": pl.List(pl.String),
-          "doc_ids": pl.List(pl.String), "context": pl.String, "context_tokens": pl.Int64,
-          "retrieval_ms": pl.Float64, "llm_ms": pl.Float64, "llm_calls": pl.Int64,
-          "llm_tokens_in": pl.Int64, "llm_tokens_out": pl.Int64, "trace": pl.String}
+SCHEMA: ColumnTypes = {"question_id": pl.String, "unit_ids": pl.List(pl.String),
+                       "doc_ids": pl.List(pl.String), "context": pl.String,
+                       "context_tokens": pl.Int64, "retrieval_ms": pl.Float64,
+                       "llm_ms": pl.Float64, "llm_calls": pl.Int64, "llm_tokens_in": pl.Int64,
+                       "llm_tokens_out": pl.Int64, "trace": pl.String}
 
 
 def write_retrieved(folder: Path, rows: list[dict[str, Any]]) -> None:

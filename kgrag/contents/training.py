@@ -4,6 +4,7 @@ questions (``augment``) and each curriculum stage's model and loss curve (``stag
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -13,7 +14,7 @@ LOSSES = "losses.parquet"
 MODEL = "model"  # a sentence-transformers folder
 
 
-def write_alignment(folder: Path, rows: list[dict]) -> None:
+def write_alignment(folder: Path, rows: list[dict[str, Any]]) -> None:
     pl.DataFrame(rows, schema={"question_id": pl.String, "chunk_id": pl.String,
                                "forward": pl.Float64, "backward": pl.Float64,
                                "parameter": pl.Float64, "score": pl.Float64,
@@ -24,7 +25,7 @@ def read_alignment(folder: Path) -> pl.DataFrame:
     return pl.read_parquet(folder / ALIGNMENT)
 
 
-def write_augmented(folder: Path, rows: list[dict]) -> None:
+def write_augmented(folder: Path, rows: list[dict[str, Any]]) -> None:
     pl.DataFrame(rows, schema={"question_id": pl.String, "size": pl.String,
                                "question": pl.String}).write_parquet(folder / AUGMENTED)
 
@@ -33,7 +34,7 @@ def read_augmented(folder: Path) -> pl.DataFrame:
     return pl.read_parquet(folder / AUGMENTED)
 
 
-def write_losses(folder: Path, curve: list[dict]) -> None:
+def write_losses(folder: Path, curve: list[dict[str, Any]]) -> None:
     pl.DataFrame(curve, schema={"step": pl.Int64, "epoch": pl.Int64, "loss": pl.Float64,
                                 "learning_rate": pl.Float64}).write_parquet(folder / LOSSES)
 
@@ -49,7 +50,8 @@ CANDIDATES = "candidates.parquet"
 REFINED = "refined.parquet"
 
 
-def write_supervision(folder: Path, rows: list[dict], candidates: list[dict]) -> None:
+def write_supervision(folder: Path, rows: list[dict[str, Any]],
+                      candidates: list[dict[str, Any]]) -> None:
     pl.DataFrame(rows, schema={"question_id": pl.String, "weak": pl.List(pl.Int64),
                                "answer": pl.String, "pool_before": pl.Int64,
                                "pool_after": pl.Int64}).write_parquet(folder / SUPERVISION)
@@ -63,7 +65,7 @@ def read_supervision(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     return pl.read_parquet(folder / SUPERVISION), pl.read_parquet(folder / CANDIDATES)
 
 
-def write_refined(folder: Path, rows: list[dict]) -> None:
+def write_refined(folder: Path, rows: list[dict[str, Any]]) -> None:
     pl.DataFrame(rows, schema={"question_id": pl.String, "positives": pl.List(pl.Int64),
                                "selected": pl.List(pl.Int64), "outcome": pl.String}
                  ).write_parquet(folder / REFINED)

@@ -157,13 +157,14 @@ def _html(data: bytes) -> Converted:
     runs: list[tuple[Any, list[str]]] = []  # (block element, its texts)
     owners: dict[int, Any] = {}
     for node in ([] if root is None else root.traverse(include_text=True)):
-        if node.tag != "-text" or not (node.text_content or "").strip():
+        content = node.text_content
+        if node.tag != "-text" or content is None or not content.strip():
             continue
         owner = _block_of(node, owners)
         if runs and runs[-1][0].mem_id == owner.mem_id:
-            runs[-1][1].append(node.text_content)
+            runs[-1][1].append(content)
         else:
-            runs.append((owner, [node.text_content]))
+            runs.append((owner, [content]))
     blocks, heading = [], None
     for owner, texts in runs:
         text = "".join(texts).strip() if owner.tag == "pre" else _one_line("".join(texts))
@@ -239,7 +240,7 @@ def _read_pdf(data: bytes) -> Converted:
         if reader.is_encrypted and not _opens_without_password(reader):
             raise Unreadable("encrypted", "the PDF needs a password to be read")
         pages = [page.extract_text() or "" for page in reader.pages]
-        title = (reader.metadata or {}).get("/Title")
+        title = None if reader.metadata is None else reader.metadata.get("/Title")
     except (FileNotDecryptedError, DependencyError) as exc:
         raise Unreadable("encrypted", f"the PDF cannot be decrypted ({exc})") from None
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError) as exc:

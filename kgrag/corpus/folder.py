@@ -29,7 +29,8 @@ def corpus_files(folder: Path, follow_links: bool = False) -> FolderFiles:
     """Every file under ``folder``, hidden ones too; with ``follow_links`` false, a link to
     a file outside ``folder`` is set apart in ``outside``."""
     root = folder.resolve()
-    files, outside = [], []
+    files: list[Path] = []
+    outside: list[Path] = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         leaves = not (follow_links or path.resolve().is_relative_to(root))
         (outside if leaves else files).append(path)

@@ -63,10 +63,10 @@ def extraction_figures(counts: pl.DataFrame, wall_s: float | None,
     """
     ok = counts.filter(pl.col("error").is_null())
     n = counts.height
-    proposed = (ok["entities_raw"] - ok["entities_empty"] - ok["entities_duplicate"]
+    proposed = int((ok["entities_raw"] - ok["entities_empty"] - ok["entities_duplicate"]
                 + ok["entities_implied"] + ok["relationships_raw"]
-                - ok["relationships_invalid"] - ok["relationships_duplicate"]).sum()
-    ungrounded = (ok["entities_ungrounded"] + ok["relationships_ungrounded"]).sum()
+                - ok["relationships_invalid"] - ok["relationships_duplicate"]).sum())
+    ungrounded = int((ok["entities_ungrounded"] + ok["relationships_ungrounded"]).sum())
     return {
         "entities_per_chunk": round(float(counts["entities"].sum()) / n, 2) if n else None,
         "relationships_per_chunk": (round(float(counts["relationships"].sum()) / n, 2)

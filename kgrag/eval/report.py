@@ -48,7 +48,8 @@ def strategy_row(name: str, method: str, metrics: Sequence[str], questions: pl.D
         retrieval_ms_p50=round(percentile(latencies, 50), 3),
         retrieval_ms_p95=round(percentile(latencies, 95), 3),
         retrieval_llm_ms_p50=round(percentile(table["llm_ms"].to_list(), 50), 3),
-        context_tokens_mean=round(float(table["context_tokens"].mean() or 0.0), 1),
+        context_tokens_mean=round(float(table.select(pl.col("context_tokens").mean()).item()
+                                        or 0.0), 1),
         llm_calls=int(table["llm_calls"].sum()) + (0 if answers is None else answers.height),
         llm_tokens_in=int(table["llm_tokens_in"].sum())
         + (0 if answers is None else int(answers["tokens_in"].sum())),

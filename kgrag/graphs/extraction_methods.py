@@ -56,7 +56,8 @@ class Inline:
     passages of one question."""
 
     def __init__(self, models: Any) -> None:
-        self.models, self.notes = models, {}
+        self.models = models
+        self.notes: dict[str, Any] = {}
 
     def map_calls(self, role: str, task: Callable[[Any, T], R], items: Sequence[T], *,
                   desc: str, unit: str) -> list[R]:

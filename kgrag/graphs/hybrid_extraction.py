@@ -166,12 +166,12 @@ def relate(llm: CachedLLM, nlp: Extraction, text: str, *, style: Style = "comple
     counts: Counter[str] = Counter()
     relationships: dict[frozenset[str], Relationship] = {}
     for source, relation, target in triples:
-        ends = offered.get(source), offered.get(target)
-        if None in ends or ends[0] == ends[1]:
+        head, tail = offered.get(source), offered.get(target)
+        if head is None or tail is None or head == tail:
             counts["relationships_invalid"] += 1
             continue
         add_relationship(relationships, Relationship(
-            ends[0], ends[1], single_spaces(relation), LLM_STRENGTH, True), counts)
+            head, tail, single_spaces(relation), LLM_STRENGTH, True), counts)
     outcome: Outcome = "related" if relationships else "unrelated"
     for relationship in nlp.relationships:
         add_relationship(relationships, relationship, counts)

@@ -15,6 +15,7 @@ description (with ``nlp`` extraction, the sentence that first mentions it).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import polars as pl
 
@@ -27,7 +28,7 @@ from kgrag.models.llm import CachedLLM, InvalidOutput
 DESCRIPTION_CHARS = 200  # of one entity / relationship description in a summary prompt
 MAX_TOKENS = 256
 
-SUMMARY_SCHEMA = {
+SUMMARY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"title": {"type": "string", "minLength": 3, "maxLength": 80},
                    "summary": {"type": "string", "minLength": 20, "maxLength": 600}},

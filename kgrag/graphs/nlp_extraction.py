@@ -212,11 +212,14 @@ class NlpExtractor:
             docs = self._nlp.pipe((chunks[k].text for k in missing), batch_size=BATCH_SIZE)
             new = []
             for k, doc in zip(missing, progress(docs, len(missing))):
-                found[k] = _payload(*extract_parse(doc, chunks[k].title))
-                new.append((keys[k], found[k]))
+                payload = _payload(*extract_parse(doc, chunks[k].title))
+                found[k] = payload
+                new.append((keys[k], payload))
             self.cache.set_many(new)
             self.parsed += len(missing)
-        return [_extraction(c.chunk_id, payload) for c, payload in zip(chunks, found)]
+        filled = [payload for payload in found if payload is not None]  # none is missing now
+        return [_extraction(c.chunk_id, payload)
+                for c, payload in zip(chunks, filled, strict=True)]
 
 
 def _payload(entities: tuple[Entity, ...], relationships: tuple[Relationship, ...],

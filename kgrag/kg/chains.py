@@ -60,11 +60,11 @@ def _bfs(triples: Sequence[Triple], topics: set[str], length: int | None
          ) -> list[tuple[int, ...]]:
     """Algorithm 1 in one direction: triple-index paths whose first head is a topic entity."""
     by_head: dict[str, list[int]] = defaultdict(list)
-    source = []
+    source: list[int] = []
     for i, (h, _, _) in enumerate(triples):
         (source if h in topics else by_head[h]).append(i)
     out, seen, visited = [], set(), set()
-    queue = deque((i,) for i in source)
+    queue: deque[tuple[int, ...]] = deque((i,) for i in source)
     while queue:
         path = queue.popleft()
         if path not in seen:

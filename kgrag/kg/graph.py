@@ -12,7 +12,7 @@ which igraph reads too (``igraph.Graph.Read_GraphML``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,8 +32,8 @@ def textless(name: str) -> bool:
 class KnowledgeGraph:
     """Triples as index arrays into entity and relation names."""
 
-    def __init__(self, ids: Sequence[str], heads: Sequence[str], relations: Sequence[str],
-                 tails: Sequence[str]) -> None:
+    def __init__(self, ids: Collection[str], heads: Collection[str],
+                 relations: Collection[str], tails: Collection[str]) -> None:
         self.ids = list(ids)
         self.entity_index: dict[str, int] = {}
         self.relation_index: dict[str, int] = {}
@@ -59,7 +59,8 @@ class KnowledgeGraph:
     def layers(self, seeds: Iterable[int], hops: int) -> list[list[int]]:
         """The triples first reached at each hop from the seed entities (hop 1 first),
         each hop's in graph order."""
-        frontier, reached, triples = set(seeds), set(seeds), set()
+        frontier, reached = set(seeds), set(seeds)
+        triples: set[int] = set()
         found = []
         for _ in range(hops):
             new = {i for e in frontier for i in self.touching[e]} - triples

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -69,7 +69,7 @@ class Models:
         self.base_dir = base_dir  # the spec's folder: relative model paths start there
         # checked first: a runtime that is not installed fails before any work
         self.backend = backend(config["embedder"].get("backend", TORCH)).name
-        self._bases = {name: _attempt(lambda base=base: resolve_embedder(base, base_dir))
+        self._bases = {name: _attempt(partial(resolve_embedder, base, base_dir))
                        for name, base in (trained or {}).items()}
         self._trained: dict[str, ResolvedModel] = {}  # entry name → its model, once bound
         self._stages: set[str] = set()  # the identities of every trained model

@@ -48,7 +48,7 @@ def refuse_public(host: str, url: str, where: str, *, resolve: bool) -> None:
         if not resolve:
             return
         try:
-            addresses = sorted({info[4][0] for info in socket.getaddrinfo(host, None)})
+            addresses = sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})
         except OSError as exc:
             raise KgragError(f"{where}.server {url}: cannot resolve {host!r} ({exc})") from None
     public = [a for a in addresses if not _is_local(a)]

@@ -153,7 +153,9 @@ class CallCache:
                 time.sleep(CLAIM_POLL_S)
         self._count(model, "hits", len(keys) - sum(computed))
         self._count(model, "misses", sum(computed))
-        return payloads, computed  # every key is filled once the loop ends
+        filled = [payload for payload in payloads if payload is not None]
+        assert len(filled) == len(keys), "every key is filled once the loop ends"
+        return filled, computed
 
     def _claim(self, keys: list[str]) -> set[str]:
         """The keys this process now holds: those neither stored nor claimed already."""

@@ -47,7 +47,7 @@ def storing(directory: Path) -> Iterator[None]:
                              "move or delete that folder (its calls will be recomputed)"
                              ) from exc
         cause = None if code == sqlite3.SQLITE_FULL else _file_system_state(directory)
-        cause = cause or UNWRITABLE.get(code)
+        cause = cause or (None if code is None else UNWRITABLE.get(code))
         if cause is None:  # neither damage nor a disk problem: say only what sqlite said
             raise KgragError(f"cannot use the model-call cache at {directory}: "
                              f"{exc} ({getattr(exc, 'sqlite_errorname', 'sqlite')})") from exc
@@ -80,7 +80,8 @@ def _file_system_state(folder: Path) -> str | None:
     try:
         handle, probe = tempfile.mkstemp(dir=existing, prefix=".kgrag-probe-")
     except OSError as exc:
-        return _CAUSES.get(exc.errno) or f"it takes no new file: {exc.strerror.lower()}"
+        return ((None if exc.errno is None else _CAUSES.get(exc.errno))
+                or f"it takes no new file: {(exc.strerror or str(exc)).lower()}")
     os.close(handle)
     os.unlink(probe)
     try:

@@ -146,7 +146,7 @@ class RemoteBackend:
     def generate(self, request: dict[str, Any]) -> Completion:
         return self.pool().call("generate", request)
 
-    def logprobs(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def logprobs(self, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         return self.pool().call("logprobs", requests)
 
 
@@ -160,8 +160,9 @@ class ActorPool:
         for _ in range(size):
             self._idle.put(worker.remote(settings, backend))
 
-    def call(self, method: str, request: dict[str, Any]) -> Any:
-        """The backend ``method`` (generate, logprobs) of an idle actor on ``request``."""
+    def call(self, method: str, request: Any) -> Any:
+        """The backend ``method`` (generate, logprobs) of an idle actor on ``request`` (a
+        request dict, or logprobs' sequence of them)."""
         actor = self._idle.get()
         try:
             return self.ray.get(getattr(actor, method).remote(request))

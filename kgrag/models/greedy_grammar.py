@@ -42,7 +42,8 @@ class GreedyGrammar:
         logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(self._llama.ctx, offset),
                                        shape=(self._n_vocab,))
         token = int(np.argmax(logits))
-        self._one[0].id, self._one[0].logit, self._one[0].p = token, float(logits[token]), 0.0
+        self._one[0].id = lib.llama_token(token)
+        self._one[0].logit, self._one[0].p = float(logits[token]), 0.0
         self._apply(self._one, 1)
         if math.isinf(self._one[0].logit):
             self.masked += 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kgrag.errors import KgragError, Refused
@@ -54,7 +54,7 @@ def thread_count(asked: int | None) -> int:
 PROMPT_BLOCK = 64
 
 
-def block_prefix(evaluated: Sequence[int], tokens: Sequence[int], block: int) -> int:
+def block_prefix(evaluated: Iterable[int], tokens: Sequence[int], block: int) -> int:
     """How many of ``tokens`` may keep the evaluation of the previous call's
     ``evaluated`` tokens: their common prefix (the last token always evaluated again, for
     its logits), cut to a multiple of ``block`` so that every call goes through the same
@@ -78,7 +78,10 @@ def _aligned_llama() -> type:
         greedy_first = True
         _greedy: GreedyGrammar | None = None
 
-        def generate(self, tokens: Sequence[int], **kwargs: Any) -> Any:
+        # llama-cpp-python passes its sampling settings by keyword; these two overrides read
+        # the few they need from ``kwargs`` instead of restating the base signatures
+        def generate(  # type: ignore[override]  # keywords only, as the base calls it
+                self, tokens: Sequence[int], **kwargs: Any) -> Any:
             tokens = list(tokens)
             # the base class reuses at most what n_tokens keeps: a block-aligned prefix
             self.n_tokens = block_prefix(self._input_ids, tokens, self.n_batch)
@@ -93,7 +96,7 @@ def _aligned_llama() -> type:
                 self._greedy.close()
                 self._greedy = None
 
-        def sample(self, **kwargs: Any) -> int:
+        def sample(self, **kwargs: Any) -> int:  # type: ignore[override]  # as generate
             if self._greedy is None:
                 return super().sample(**kwargs)
             return self._greedy.sample(kwargs.get("idx"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, overload
 
 from kgrag.models.backend import FIXED_SAMPLING, Completion, LLMBackend, LLMSettings
 from kgrag.models.cache import CallCache, request_key
@@ -158,9 +158,18 @@ class CachedLLM:
                              stop=stop, grammar=grammar)
         return self.complete(prompt, max_tokens=max_tokens, stop=stop, grammar=grammar)
 
+    @overload
+    def ask_json(self, prompt: str, schema: dict[str, Any], *, style: str, max_tokens: int,
+                 validate: None = None) -> tuple[Any, int]: ...
+
+    @overload
+    def ask_json(self, prompt: str, schema: dict[str, Any], *, style: str, max_tokens: int,
+                 validate: Callable[[Any], T]) -> tuple[T, int]: ...
+
     def ask_json(self, prompt: str, schema: dict[str, Any], *, style: str, max_tokens: int,
                  validate: Callable[[Any], T] | None = None) -> tuple[T, int]:
-        """``ask`` for a JSON object constrained by ``schema``; see ``_json``."""
+        """``ask`` for a JSON object constrained by ``schema``; see ``_json``. Without
+        ``validate`` the value is the parsed JSON, of the shape ``schema`` constrains."""
         if style == "chat":
             return self.chat_json([{"role": "user", "content": prompt}], schema,
                                   max_tokens=max_tokens, validate=validate)

@@ -135,8 +135,9 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                          for need in needs(s).values()
                          if isinstance(need, str) and need.startswith(DENSE)}):
         own = embedder_of[index]
-        config = ({"embedder": embedder} if own is None else
-                  {"embedder": models.identity(models.embedder_model(own)), "model": own})
+        config: dict[str, Any] = (
+            {"embedder": embedder} if own is None else
+            {"embedder": models.identity(models.embedder_model(own)), "model": own})
         plan.add(index, "dense_index", config, {"chunks": "chunks"})
     for _, strategy in strategies:
         declared = STRATEGIES[strategy["strategy"]]

@@ -128,7 +128,9 @@ def _names(text: str, name: str, spec: Path, folder: Path) -> bool:
     """Whether ``text`` holds a path that resolves to ``folder`` (whose last part is
     ``name``), followed by the end of the path or a ``/``."""
     for match in re.finditer(re.escape(name) + r"(?![\w.-])", text):
-        written = PATH_START.search(text, 0, match.start())[0] + name
+        start = PATH_START.search(text, 0, match.start())
+        assert start is not None, "PATH_START matches the empty string at worst"
+        written = start[0] + name
         try:
             if resolve_path(written, spec.parent, spec) == folder.resolve():
                 return True

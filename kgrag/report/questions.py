@@ -26,6 +26,7 @@ def drilldown(run: RunFolder) -> str:
     corpus = run.artefact("corpus")  # the import step's: documents and questions
     documents = read_documents(corpus, ["doc_id", "title"])
     titles = dict(zip(documents["doc_id"], documents["title"]))
+    assert run.metrics is not None, "the page shows questions only for an evaluated run"
     strategies = [row["strategy"] for row in run.metrics["rows"]]
     retrieved = {name: {row["question_id"]: row for row in read_retrieved(
         run.artefact(step_name("retrieve", name))).select(

@@ -57,7 +57,7 @@ def members(config: Config) -> dict[str, Config]:
 
 def needs(config: Config) -> dict[str, Need]:
     """What a compiled entry reads, by input role: its own needs and its members'."""
-    return STRATEGIES[config["strategy"]].needs(config) | {
+    return dict(STRATEGIES[config["strategy"]].needs(config)) | {
         f"{role}.{own}": need for role, member in members(config).items()
         for own, need in needs(member).items()}
 

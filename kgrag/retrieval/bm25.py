@@ -65,7 +65,7 @@ class Bm25Strategy:
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> Bm25Strategy:
-        return cls(Bm25Index(resources.units), resources.units, config["budget_tokens"])
+        return cls(Bm25Index(resources.chunks), resources.chunks, config["budget_tokens"])
 
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
         return self.index.ranked(question)

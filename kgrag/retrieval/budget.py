@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TypeVar
+
+Unit = TypeVar("Unit", bound=Hashable)  # a chunk's id, a triple: whatever has a size
 
 
-def fill_budget(ranked: Iterable[str], tokens: Mapping[str, int], budget: int) -> list[str]:
+def fill_budget(ranked: Iterable[Unit], tokens: Mapping[Unit, int], budget: int) -> list[Unit]:
     """Take units in rank order while they fit; a unit too large for what is left is
     skipped (a later, smaller one may still fit)."""
-    chosen, used = [], 0
+    chosen: list[Unit] = []
+    used = 0
     for unit in ranked:
         size = tokens[unit]
         if used + size <= budget:

@@ -55,7 +55,7 @@ class FusionStrategy:
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> FusionStrategy:
         members = [resources.members[str(i)] for i in range(len(config["fuse"]))]
-        return cls(members, resources.units, config["budget_tokens"], config["rrf_k"])
+        return cls(members, resources.chunks, config["budget_tokens"], config["rrf_k"])
 
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
         return reciprocal_rank_fusion([m.ranking(question, vector) for m in self.members],

@@ -104,15 +104,15 @@ class HugragStrategy:
         self.allowed = frozenset(allowed)
         self.caps = shares(config) if config.get("evidence_split") == "grounded" else None
         self.chunks_first = self.caps is not None and config.get("chunk_rank", "walk") != "walk"
-        if self.chunks_first:  # the walk picks rows only; chunks are ranked after it
-            self.caps["chunk"] = 0
+        if self.caps is not None and self.chunks_first:
+            self.caps["chunk"] = 0  # the walk picks rows only; chunks are ranked after it
 
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> HugragStrategy:
         if config["causal_filter"] and resources.llm is None:
             raise KgragError(f"strategy {config['name']!r}: the causal filter needs an LLM")
-        graph = HugragGraph.load(artefacts, resources.units,
+        graph = HugragGraph.load(artefacts, resources.chunks,
                                  use_hierarchy=config["use_hierarchy"],
                                  use_gates=config["use_gates"])
         if config.get("evidence_split") == "grounded":
@@ -186,7 +186,7 @@ class HugragStrategy:
                 trace["fallback"] = reply.outcome
             if c.get("filter_top_up"):
                 kept = self._top_up(kept, items, reply.spurious, scores, chosen, trace)
-        unit_ids = [item.key for item in kept if item.kind == "chunk"]
+        unit_ids = [item.key for item in kept if item.kind == "chunk" and item.key is not None]
         text = evidence_text(kept)
         return Evidence(unit_ids, [graph.chunk_docs[u] for u in unit_ids], text,
                        self.tokenizer.count(text), trace=trace, llm_calls=calls[0],

@@ -111,6 +111,7 @@ class HugragGraph:
         pairs = [(("entity", s), ("entity", t), "relationship")
                  for s, t in relationships.select("source", "target").iter_rows()]
         if modules is not None:
+            assert module_vectors is not None, "a hierarchy comes with its modules' vectors"
             index |= {("module", m): len(nodes) + i for i, m in enumerate(modules["module_id"])}
             nodes += [Node("module", m, t, k) for m, t, k in
                       modules.select("module_id", "text", "tokens").iter_rows()]

@@ -41,7 +41,7 @@ def hybrid_scores(graph: HugragGraph, question: str, vector: np.ndarray, alpha: 
     semantic = graph.vectors @ vector.astype(np.float32)
     asked = set(words(question))
     wanted = sorted(graph.vocabulary[w] for w in asked if w in graph.vocabulary)
-    lexical = np.zeros(len(graph.nodes), dtype=np.float32)
+    lexical: np.ndarray = np.zeros(len(graph.nodes), dtype=np.float32)
     if wanted and asked:
         lexical = np.asarray(graph.lexicon[:, wanted].sum(axis=1)).ravel() / len(asked)
     return alpha * semantic + (1 - alpha) * lexical

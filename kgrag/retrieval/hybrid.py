@@ -41,7 +41,7 @@ class HybridStrategy:
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> HybridStrategy:
-        units, budget = resources.units, config["budget_tokens"]
+        units, budget = resources.chunks, config["budget_tokens"]
         layout = Layout(resources.tokenizer)
         local = LocalSearch.load(artefacts["skeleton"], units, layout,
                                  top_entities=config["top_entities"])

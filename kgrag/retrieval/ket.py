@@ -170,7 +170,7 @@ class KetStrategy:
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> KetStrategy:
         layout = Layout(resources.tokenizer)
-        units, parent_of, keywords = resources.units, None, None
+        units, parent_of, keywords = resources.chunks, None, None
         if "bipartite" in artefacts:
             units, parent_of = load_subchunks(artefacts["bipartite"])
             keywords = KeywordChannel.load(artefacts["bipartite"], units, layout)

@@ -46,7 +46,7 @@ class KnngStrategy:
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> KnngStrategy:
-        units, budget = resources.units, config["budget_tokens"]
+        units, budget = resources.chunks, config["budget_tokens"]
         table = open_dense(artefacts["dense"])
         dense = NaiveStrategy(table, units, config["top_k"], budget)
         chunk_ids, matrix = table.matrix()

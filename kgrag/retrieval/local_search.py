@@ -105,7 +105,7 @@ class LocalSearch:
         for rel, source, target in zip(rel_ids, relationships["source"].to_list(),
                                        relationships["target"].to_list()):
             self.ends[rel] = (by_name.get(source), by_name.get(target))
-            for end in {by_name.get(source), by_name.get(target)} - {None}:
+            for end in {e for e in (by_name.get(source), by_name.get(target)) if e is not None}:
                 self.adjacent[end].append(rel)
         # Strength descending, then natural id: the order within both relationship tiers.
         order = sorted(zip(rel_ids, relationships["strength"].to_list()),

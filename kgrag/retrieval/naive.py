@@ -35,7 +35,7 @@ class NaiveStrategy:
     @classmethod
     def load(cls, config: dict[str, Any], artefacts: dict[str, Path], resources: Resources
              ) -> NaiveStrategy:
-        return cls(open_dense(artefacts["dense"]), resources.units,
+        return cls(open_dense(artefacts["dense"]), resources.chunks,
                    config["top_k"], config["budget_tokens"])
 
     def ranked(self, vector: np.ndarray, k: int | None = None) -> list[str]:

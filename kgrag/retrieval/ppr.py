@@ -41,7 +41,7 @@ class PprStrategy:
              ) -> PprStrategy:
         search = PprSearch.load(config, artefacts["graph"], artefacts["dense"],
                                 artefacts["chunks"], resources)
-        return cls(search, resources.units, config["budget_tokens"])
+        return cls(search, resources.chunks, config["budget_tokens"])
 
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
         return self.search.scored(question, vector)[0]

@@ -232,8 +232,9 @@ class PprSearch:
                 nearest = {m: self.graph.names[node] for m, node in linked.items()}
         nodes = list(dict.fromkeys(nodes))
         certainty = [1.0] * len(nodes)
-        for links in self.links if vector is not None else []:
-            for node, similarity in links.link(vector).items():
+        nearest_vector = [] if vector is None else [links.link(vector) for links in self.links]
+        for linked_nodes in nearest_vector:
+            for node, similarity in linked_nodes.items():
                 if node in nodes:
                     at = nodes.index(node)
                     certainty[at] = max(certainty[at], similarity)
@@ -301,7 +302,7 @@ def _identity(embedder: Any) -> str | None:
     settings = getattr(embedder, "settings", None)
     if embedder is None:
         return None
-    if getattr(settings, "sha256", None) is None:
+    if settings is None or getattr(settings, "sha256", None) is None:
         return str(id(embedder))
     return identity(settings.sha256, getattr(settings, "backend", TORCH))
 

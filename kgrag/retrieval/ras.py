@@ -101,7 +101,7 @@ class RasStrategy:
                  ) -> None:
         check_iterations(config)
         self.config, self.retriever, self.graph_llm, self.gold = config, retriever, graph_llm, gold
-        self.units, self.tokenizer = resources.units, resources.tokenizer
+        self.units, self.tokenizer = resources.chunks, resources.tokenizer
         self.embedder, self.llm, self.style = resources.embedder, resources.llm, resources.prompt_style
         self.to_triples = to_triples
 
@@ -225,11 +225,11 @@ class RasStrategy:
         ablation) within what is left of the budget, and the iteration's record."""
         budget = self.config["budget_tokens"]
         if self.to_triples is None:  # ablation: raw passages
-            kept = fill_budget(new, self.units.tokens, budget - used)
+            passages = fill_budget(new, self.units.tokens, budget - used)
             graph.merge([])
-            return ("\n".join(self.units.text[u] for u in kept),
-                    used + sum(self.units.tokens[u] for u in kept),
-                    {"passages_kept": len(kept)})
+            return ("\n".join(self.units.text[u] for u in passages),
+                    used + sum(self.units.tokens[u] for u in passages),
+                    {"passages_kept": len(passages)})
         cap = self.config["triples_per_passage"]
         per_passage = [found[:cap] for found in
                        self.to_triples([passage(u, self.units.text[u]) for u in new])]

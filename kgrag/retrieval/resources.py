@@ -22,3 +22,11 @@ class Resources:
     models: Any = None  # the spec's Models, for a strategy that runs more of them (ras)
     # a strategy built on other entries: each member's loaded strategy, by role
     members: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def chunks(self) -> Units:
+        """``units`` as a strategy whose evidence is chunks reads them: the retrieve step
+        loads them for every such strategy, so their absence is a bug, not bad input."""
+        if self.units is None:
+            raise TypeError("this strategy's evidence is chunks, but no units were loaded")
+        return self.units

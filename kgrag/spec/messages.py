@@ -103,7 +103,7 @@ def _not_finite(value: float) -> str:
 def _type_names(schema: dict[str, Any]) -> list[str]:
     """The ``type`` keyword of a schema as a list."""
     types = schema.get("type")
-    return types if isinstance(types, list) else [types]
+    return types if isinstance(types, list) else [] if types is None else [types]
 
 
 def _is_sweep(schema: dict[str, Any]) -> bool:

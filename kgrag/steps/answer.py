@@ -57,7 +57,8 @@ def answer_questions(ctx: StepContext) -> None:
     questions = read_questions(ctx.input("corpus"))
     retrieved = read_retrieved(ctx.input("retrieve"))
     table = questions.join(retrieved, on="question_id", how="inner")
-    table = table.head(answered(ctx.config, Counts(questions=table.height, chunks=None)))
+    limit = answered(ctx.config, Counts(questions=table.height, chunks=None))
+    table = table if limit is None else table.head(limit)
     text_of, doc_of = {}, {}
     if "chunks" in ctx.inputs:  # numbered parts, spans, the supporting documents' chunks
         chunks = read_chunks(ctx.input("chunks"), ["chunk_id", "doc_id", "context"])
@@ -69,6 +70,7 @@ def answer_questions(ctx: StepContext) -> None:
     layouts = (table["context"] if ctx.config.get("context") != "gold"
                else [None] * table.height)
     llm = ctx.models.llm("answerer")
+    kinds: Counter[str]
     rows, citations, kinds = [], [], Counter()
     for qid, question, parts, layout in ctx.progress(
             zip(table["question_id"], table["question"], contexts, layouts),
@@ -103,7 +105,8 @@ def answer_from_trace(ctx: StepContext) -> None:
     questions = read_questions(ctx.input("corpus"))
     retrieved = read_retrieved(ctx.input("retrieve"))
     table = questions.join(retrieved, on="question_id", how="inner")
-    table = table.head(answered(ctx.config, Counts(questions=table.height, chunks=None)))
+    limit = answered(ctx.config, Counts(questions=table.height, chunks=None))
+    table = table if limit is None else table.head(limit)
     rows = [{"question_id": qid, "answer": json.loads(trace)["answer"], "tokens_in": 0,
              "tokens_out": 0} for qid, trace in zip(table["question_id"], table["trace"])]
     write_answers(ctx.out_dir, rows)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,11 @@ def _build_metrics(ctx: StepContext, builds: list[dict[str, Any]],
             counts, None if record is None else record["wall_s"],
             None if llm is None else llm["tokens_in"] + llm["tokens_out"],
             {chunk: units[chunk] for chunk in counts["chunk_id"]},
-            lambda folder=folder: (read_entities(folder), read_relationships(folder)), triples)
+            partial(_graph_tables, folder), triples)
         for metric in metrics:
             row.update(metric.score(extraction))
+
+
+def _graph_tables(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A build's entities and relationships, read only when a metric asks for them."""
+    return read_entities(folder), read_relationships(folder)

@@ -24,7 +24,7 @@ neighbourhoods only, as with ``use_hierarchy: false``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -112,6 +112,7 @@ def summarise(ctx: StepContext) -> None:
     hierarchy = read_hierarchy(folder)
     entities, relationships = read_entities(folder), read_relationships(folder)
     limit = ctx.config["summary_entities"]
+    written: Iterable[tuple[Module, str, str, bool]]
     if ctx.config.get("method") == "extractive":
         written = extractive_summaries(
             ctx.progress(hierarchy.modules, desc="summarise", unit="module"), entities,

@@ -42,7 +42,7 @@ def reg_supervise(ctx: StepContext) -> None:
     for qid, answers in questions.select("question_id", "answers").iter_rows():
         found = index.by_id[qid]
         supervision = supervise(index.kg, found.triples, found.topics, answers)
-        if not supervision.weak:
+        if not supervision.weak or supervision.answer is None:  # weak labels: an answer
             skipped.append(qid)
             continue
         rows.append({"question_id": qid, "weak": sorted(supervision.weak),
@@ -170,6 +170,6 @@ def reg_train(ctx: StepContext) -> None:
         skipped_no_positive=report["skipped"],
         **({"skipped_no_gold": without_gold} if cfg["labels"] == "gold" else {}),
         triples=int(sum(g.triples for g in train)),
-        positives=int(sum(float(g.labels.sum()) for g in train)),
+        positives=int(sum(float(g.labels.sum()) for g in train if g.labels is not None)),
         parameters=report["parameters"], best_epoch=report["best_epoch"],
         first_loss=round(scorer.losses[0], 4), last_loss=round(scorer.losses[-1], 4))

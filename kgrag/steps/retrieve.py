@@ -89,7 +89,8 @@ def retrieve(ctx: StepContext) -> None:
     if len(rows) > closed_book and not any(row["context_tokens"] for row in rows):
         why = ""
         if "chunks" in ctx.inputs:
-            smallest = read_chunks(ctx.input("chunks"), ["context_tokens"])["context_tokens"].min()
+            smallest = read_chunks(ctx.input("chunks"), ["context_tokens"]).select(
+                pl.col("context_tokens").min()).item()
             why = f" (the smallest chunk has {smallest} tokens)"
         raise KgragError(
             f"{ctx.step.name}: budget_tokens {config['budget_tokens']} holds nothing for any of "

@@ -273,6 +273,7 @@ def _hard_examples(ctx: StepContext, positives: dict[str, list[str]], text_of: d
     ids = chunks["chunk_id"].to_list()
     units = miner.encode(chunks["context"].to_list())
     asked = miner.encode(augmented["question"].to_list())
+    turn: dict[str, int]  # question id → how many of its examples so far
     examples, turn = [], {}
     for (qid, question), vector in zip(augmented.select("question_id", "question").iter_rows(),
                                        asked):

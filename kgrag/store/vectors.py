@@ -74,8 +74,11 @@ class VectorTable:
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The ``k`` nearest ids with their cosine similarity, best first."""
-        result = (self._table.search(vector.astype(np.float32)).distance_type("cosine")
-                  .select(["id", "_distance"]).limit(k).to_arrow())
+        from lancedb.query import LanceVectorQueryBuilder
+
+        query = self._table.search(vector.astype(np.float32), query_type="vector")
+        assert isinstance(query, LanceVectorQueryBuilder), "a vector query builds a vector search"
+        result = query.distance_type("cosine").select(["id", "_distance"]).limit(k).to_arrow()
         ids = result.column("id").to_pylist()
         distances = result.column("_distance").to_pylist()
         return [(i, 1.0 - d) for i, d in zip(ids, distances)]

@@ -58,7 +58,8 @@ def train(model_dir: Path, out_dir: Path, examples: Sequence[Example], settings:
     torch.manual_seed(settings.seed)
     saved = (torch.load(resume / STATE, weights_only=False)
              if resume is not None and (resume / STATE).exists() else None)
-    model = SentenceTransformer(str(model_dir if saved is None else resume / "model"),
+    model = SentenceTransformer(str(model_dir if saved is None or resume is None
+                                    else resume / "model"),
                                 device="cpu")
     model.max_seq_length = settings.max_seq_length
     optimiser = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)

@@ -136,7 +136,9 @@ class EntityScorer:
         relations = torch.relu(net["relation"](torch.cat(
             [inputs.relations, inputs.question.expand(len(inputs.relations), -1)], dim=1)))
         edges = relations[inputs.edge_relation] + net["direction"](inputs.direction)
-        for layer in net["layers"]:
+        layers = net["layers"]
+        assert isinstance(layers, torch.nn.ModuleList)
+        for layer in layers:
             x = x + torch.relu(layer(x, inputs.edges, edges))
         return net["out"](torch.relu(net["hidden"](x))).squeeze(-1)
 

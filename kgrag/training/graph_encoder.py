@@ -65,6 +65,8 @@ class GraphBatch:
 
 def batch_of(samples: Sequence[Sequence[Graph]], rows: dict[str, int]) -> GraphBatch:
     """One ``GraphBatch``; subgraphs without nodes are left out (they carry nothing)."""
+    node_rows: list[int]
+    graph_sample: list[int]
     node_rows, edge_rows, sources, targets, node_graph, graph_sample = [], [], [], [], [], []
     for sample, graphs in enumerate(samples):
         for g in graphs:

@@ -175,6 +175,7 @@ class Parts:
             loss = torch.nn.functional.cross_entropy(logits, following[where], reduction="sum")
             total = loss if total is None else total + loss
             count += len(where)
+        assert total is not None, "a batch holds at least one sample"
         return total / count
 
 

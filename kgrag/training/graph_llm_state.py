@@ -106,5 +106,5 @@ def held_signals() -> Iterator[None]:
     finally:
         for s, handler in before.items():
             signal.signal(s, handler)
-        for s in dict.fromkeys(held):
-            signal.raise_signal(s)
+        for number in dict.fromkeys(held):
+            signal.raise_signal(number)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -70,10 +71,11 @@ def train_graph_llm(samples: list[Sample], settings: GraphLLMSettings, gguf_path
         encoded = [parts.encode(s) for s in samples]
         lora = [p for p in parts.llm.parameters() if p.requires_grad]
         encoder = list(parts.encoder.parameters())
-        optimiser = torch.optim.AdamW(
-            [{"params": lora}, {"params": encoder, "lr": settings.encoder_learning_rate
-                                or settings.learning_rate}],
-            lr=settings.learning_rate, weight_decay=settings.weight_decay)
+        groups: list[dict[str, Any]] = [
+            {"params": lora}, {"params": encoder, "lr": settings.encoder_learning_rate
+                               or settings.learning_rate}]
+        optimiser = torch.optim.AdamW(groups, lr=settings.learning_rate,
+                                      weight_decay=settings.weight_decay)
         per_epoch = math.ceil(math.ceil(len(encoded) / settings.batch_size)
                               / settings.grad_accumulation)
         total = per_epoch * settings.epochs

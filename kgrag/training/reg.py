@@ -50,10 +50,10 @@ def _build(level: str):
                 "refiner": env.llm_work, "refine_questions": cfg["refine_questions"],
                 "max_paths": cfg["max_paths"]}, inputs)
             inputs = {**inputs, "refine": refine.name}
-        train = {"level": level, "labels": cfg["labels"],
-                 "epochs": cfg["training_epochs"],
-                 **{k: cfg[k] for k in ("learning_rate", "hidden", "seed", "validation",
-                                        "match_features") if k in cfg}}
+        train: Config = {"level": level, "labels": cfg["labels"],
+                         "epochs": cfg["training_epochs"],
+                         **{k: cfg[k] for k in ("learning_rate", "hidden", "seed", "validation",
+                                                "match_features") if k in cfg}}
         return plan.shared(step_name("train", name), "reg_train", train, inputs).name
     return build
 

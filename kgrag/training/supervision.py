@@ -19,7 +19,7 @@ of all its members.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -52,7 +52,7 @@ class Supervision:
     answer: int | None  # a*, the representative answer (entity number)
 
 
-def _digraph(kg: KnowledgeGraph, triples: Sequence[int]) -> nx.MultiDiGraph:
+def _digraph(kg: KnowledgeGraph, triples: Iterable[int]) -> nx.MultiDiGraph:
     import networkx as nx  # imported when supervision is built, not by every command
 
     graph = nx.MultiDiGraph()
@@ -83,7 +83,7 @@ def shortest_paths(graph: nx.MultiDiGraph, source: int, target: int) -> list[tup
     return list(dict.fromkeys(p for p in found if len(p) == shortest))
 
 
-def supervise(kg: KnowledgeGraph, triples: Sequence[int], topics: Sequence[int],
+def supervise(kg: KnowledgeGraph, triples: Collection[int], topics: Collection[int],
               answers: Sequence[str]) -> Supervision:
     """Weak labels and the merged candidate pool of one question."""
     graph = _digraph(kg, triples)

@@ -43,11 +43,15 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kgrag.errors import KgragError
 from kgrag.kg.question_graph import QuestionGraph
+
+if TYPE_CHECKING:
+    import torch
 
 RECALL_AT = 100
 DDE_ROUNDS = 2
@@ -105,7 +109,8 @@ def train_triple_scorer(graphs: Sequence[QuestionGraph], settings: ScorerSetting
     import torch
 
     dim = embedding_size(graphs)
-    config = {"dim": dim, "hidden": settings.hidden or dim, "settings": asdict(settings)}
+    config: dict[str, Any] = {"dim": dim, "hidden": settings.hidden or dim,
+                              "settings": asdict(settings)}
     torch.manual_seed(settings.seed)
     module = TripleScorer(dim, config["hidden"], settings.match)
     return fit("triple", module, config, graphs, settings, validation, progress)
@@ -137,6 +142,16 @@ def dde(topic: np.ndarray | Sequence[int], head, tail, entities: int):
 
 class GraphTensors:
     """One question graph as tensors (what both scorers read), built once per graph."""
+
+    # What a scorer's ``inputs`` adds for itself: the triple scorer's DDE rounds (``pe``)
+    # and match features, the entity scorer's message-passing edges and entity labels.
+    pe: torch.Tensor
+    match: torch.Tensor
+    edges: torch.Tensor
+    edge_relation: torch.Tensor
+    direction: torch.Tensor
+    topic_one_hot: torch.Tensor
+    entity_labels: torch.Tensor
 
     def __init__(self, graph: QuestionGraph, dim: int):
         import torch
@@ -185,10 +200,10 @@ class TripleScorer:
             "first": torch.nn.Linear(4 * dim + 2 * PE_SIZE + extra, hidden),
             "second": torch.nn.Linear(hidden, 1)})
         if match:  # starts as the triple-text cosine, so untrained it ranks as cosine does
-            self.net["match"] = torch.nn.Linear(MATCH_SIZE, 1)
+            self.net["match"] = match_layer = torch.nn.Linear(MATCH_SIZE, 1)
             with torch.no_grad():
-                self.net["match"].weight.copy_(torch.eye(1, MATCH_SIZE))
-                self.net["match"].bias.zero_()
+                match_layer.weight.copy_(torch.eye(1, MATCH_SIZE))
+                match_layer.bias.zero_()
 
     def inputs(self, graph: QuestionGraph) -> GraphTensors:
         inputs = GraphTensors(graph, self.dim)
@@ -203,13 +218,14 @@ class TripleScorer:
     def logits(self, inputs: GraphTensors):
         import torch
 
-        d, first = self.dim, self.net["first"]
+        d, first, textless = self.dim, self.net["first"], self.net["textless"]
+        assert isinstance(first, torch.nn.Linear) and isinstance(textless, torch.nn.Embedding)
         sizes = [d, d + PE_SIZE, d, d + PE_SIZE] + ([MATCH_SIZE] if self.match else [])
         wq, wh, wr, wt, *wm = first.weight.split(sizes, dim=1)
         ends_text = torch.cat([wh[:, :d], wt[:, :d]])  # head and tail columns, stacked
         ends_pe = torch.cat([wh[:, d:], wt[:, d:]])
         ends = (torch.where(inputs.textless[:, None],
-                            self.net["textless"].weight @ ends_text.T,
+                            textless.weight @ ends_text.T,
                             inputs.entities @ ends_text.T)
                 + inputs.pe @ ends_pe.T)
         head, tail = ends.split(first.out_features, dim=1)
@@ -226,6 +242,7 @@ class TripleScorer:
     def loss(self, inputs: GraphTensors):
         import torch.nn.functional as F
 
+        assert inputs.labels is not None, "fit trains on labelled graphs only"
         return F.binary_cross_entropy_with_logits(self.logits(inputs), inputs.labels)
 
     def triple_scores(self, inputs: GraphTensors):
@@ -238,6 +255,7 @@ def match_features(inputs: GraphTensors):
     constant column becomes 0)."""
     import torch
 
+    assert inputs.similarity is not None, "the scorer's inputs checked it"
     ends = torch.where(inputs.textless, 0.0, inputs.entities @ inputs.question)
     columns = torch.stack([inputs.similarity,
                            (inputs.relations @ inputs.question)[inputs.relation],
@@ -299,7 +317,7 @@ def recall_at(scores: np.ndarray, positive: np.ndarray, k: int) -> float:
     return float(positive[top].sum() / positive.sum())
 
 
-def load(folder: Path, kind: str, build: Callable[[dict], object]) -> TrainedScorer:
+def load(folder: Path, kind: str, build: Callable[[dict[str, Any]], Any]) -> TrainedScorer:
     import torch
 
     if not (folder / CONFIG).is_file() or not (folder / WEIGHTS).is_file():

@@ -74,6 +74,7 @@ def plain_corpus(items: Iterable[tuple[str | None, str, str]], cfg: Mapping[str,
                 by_id.setdefault(key, {})[(title, text)] = None
             if limit is not None and len(documents) >= limit:
                 break
+    skipped: tuple[str, ...]
     questions, skipped = empty_questions(), ()
     if questions_file is not None:
         hint = id_hint + (f"; corpus.limit keeps the first {limit} documents" if limit else "")
@@ -114,7 +115,8 @@ def _own_questions(path: Path, by_id: Mapping[str, Mapping[tuple[str, str], None
     if not path.exists():
         raise KgragError(f"corpus.questions_file {path} does not exist; fix the path "
                          "(relative paths resolve against the spec's folder)")
-    records, missing = [], {}
+    records: list[QuestionRecord] = []
+    missing: dict[str, list[str]] = {}
     for lineno, record in read_jsonl(path):
         where = f"{path}:{lineno}"
         question_id = record.get("id")
@@ -124,7 +126,7 @@ def _own_questions(path: Path, by_id: Mapping[str, Mapping[tuple[str, str], None
         answers = clean_answers(get_strings(record, "answers", where))
         if not answers:
             raise KgragError(f"{where}: field 'answers' needs at least one non-empty answer")
-        supporting = []
+        supporting: list[tuple[str, str]] = []
         for doc_key in get_strings(record, "supporting", where) if "supporting" in record else []:
             named = by_id.get(doc_key, {})
             if len(named) > 1 or (not named and missing_is_error):

@@ -68,6 +68,7 @@ def _triples(record: Mapping[str, Any], where: str) -> tuple[Triple, ...]:
 def import_kgqa(path: Path, cfg: Mapping[str, Any]) -> Corpus:
     """The knowledge graph of the whole file and the selected questions, with their
     answers, topic entities and gold triples."""
+    kg: dict[Triple, str]  # every triple of the file → its id
     records, topics, kg, unnamed = [], {}, {}, []
     for lineno, record in read_jsonl(path):
         where = f"{path}:{lineno}"
