@@ -206,15 +206,13 @@ class Evidence:
 
 @dataclass(frozen=True)
 class QueryResult:
-    question: str
-    strategy: str
-    unit_ids: list[str]
-    titles: list[str]
-    context_tokens: int
-    retrieval_ms: float
+    """An answer and what it was made from: the ``Evidence`` the strategy retrieved (held
+    whole, so that units, titles, sources and trace have one home), the answer's text with
+    its citation marks, and with ``answer.cite`` (or an extractive answer) the parts it
+    cites."""
+
+    evidence: Evidence
     answer: str
-    trace: dict[str, Any] = field(default_factory=dict)  # the strategy's why (seeds, scores)
-    sources: list[str] = field(default_factory=list)  # per unit: file, page, heading
     citations: list[Citation] | None = None  # with answer.cite: the units cited
 
 
@@ -280,10 +278,8 @@ class Querier:
         cites = answering.get("cite") or answering.get("mode") == "extractive"
         citations = ([self._citation(evidence, n, reply.text) for n in reply.cited]
                      if cites else None)
-        return QueryResult(evidence.question, self.name, evidence.unit_ids, evidence.titles,
-                           evidence.context_tokens, evidence.retrieval_ms,
-                           reply.text + "".join(f" [{n}]" for n in reply.cited), evidence.trace,
-                           evidence.sources, citations)
+        return QueryResult(evidence, reply.text + "".join(f" [{n}]" for n in reply.cited),
+                           citations)
 
     def _citation(self, evidence: Evidence, number: int, answer_text: str) -> Citation:
         part = evidence.parts[number - 1]

@@ -191,9 +191,7 @@ class FixedQuerier:
     def answer(self, evidence):
         from kgrag import api
 
-        return api.QueryResult(evidence.question, evidence.strategy, evidence.unit_ids,
-                               evidence.titles, evidence.context_tokens,
-                               evidence.retrieval_ms, "x", evidence.trace)
+        return api.QueryResult(evidence, "x")
 
 
 def test_query_prints_why_a_strategy_chose_its_chunks(capsys, monkeypatch):

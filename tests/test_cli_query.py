@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,22 @@ def test_questions_from_standard_input_share_one_load(project, monkeypatch, caps
         assert lines[-1] == "answer: An answer from the evidence"  # its final stop trimmed
     assert llm.calls == ["answer"] * 3
 
+
+
+def test_an_answer_holds_its_evidence_once(project, monkeypatch):
+    """Was: ``QueryResult`` repeated the evidence's units, titles, sources and trace field
+    by field, and dropped its context and parts; now it holds the ``Evidence`` itself."""
+    spec = museum_spec(project)
+    real_open = api.open_session
+    monkeypatch.setattr(api, "open_session", lambda path: real_open(path, llm_backend=RuleLLM()))
+    querier = api.open_query(spec)
+    evidence = querier.retrieve(QUESTIONS[1])
+    result = querier.answer(evidence)
+    assert result.evidence is evidence and result.answer == "An answer from the evidence"
+    assert result.evidence.titles == ["Prado"] and result.evidence.parts  # parts kept
+    asked = querier.ask(QUESTIONS[1])
+    assert asked.evidence.unit_ids == evidence.unit_ids and asked.citations is None
+    assert {f.name for f in fields(api.QueryResult)} == {"evidence", "answer", "citations"}
 
 def test_a_question_the_models_cannot_take_is_refused_alone(project, monkeypatch, capsys):
     """Was: a line that is not UTF-8 ended the session in UnicodeEncodeError, and a 1 MB

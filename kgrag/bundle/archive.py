@@ -13,7 +13,12 @@ What no checksum covers is refused by its form: the gzip header is written witho
 file name or time, so it is always the same ten bytes (``GZIP_HEADER``); a second gzip
 stream after the first (two bundles joined) is refused; and a member the index does not
 list is refused by its tar header, before a byte of it is read, so a crafted bundle
-cannot make the replay read a gigabyte it will refuse anyway.
+cannot make the replay read a gigabyte it will refuse anyway. A listed member is bounded
+by its header too: the members' sizes together may not pass ``MAX_INFLATION`` times the
+bundle file's size (plus ``INFLATION_ROOM`` for a small bundle's tar padding), so a
+member that inflates a few kilobytes into gigabytes (a bomb), or whose header claims
+more than the file holds, is refused before it is read into memory or written. kgrag's
+own bundles unpack to 3 to 5 times their size.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # deflate, no name, t
 # nothing checks): the name is printable ASCII, so a byte flipped in it is found.
 NAMED_HEADER = re.compile(rb"\x1f\x8b\x08\x08....[\x00\x02\x04]\xff[\x20-\x7e]+\x00", re.DOTALL)
 MAX_INDEX_BYTES = 64 * 2**20  # about 100 bytes a listed file: over half a million files
+MAX_INFLATION = 64  # members' bytes per byte of the bundle file, at most (deflate: ~1000)
+INFLATION_ROOM = 16 * 2**20  # bytes a bundle may unpack to beyond that, however small
 CHUNK = 2**20
 
 
@@ -106,11 +113,12 @@ def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             if not (head.startswith(GZIP_HEADER) or NAMED_HEADER.match(head)):
                 raise _damaged(path, "its gzip header is not the one kgrag bundle writes")
             raw.seek(0)
+            room = INFLATION_ROOM + MAX_INFLATION * os.fstat(raw.fileno()).st_size
             stream = _Inflated(raw)
             # typeshed asks every fileobj for write, seek and tell; tarfile only reads a stream's
             with tarfile.open(  # type: ignore[call-overload]  # a "r|" stream: read() is enough
                     fileobj=stream, mode="r|") as tar:
-                index, members = _members(path, tar)
+                index, members = _members(path, tar, room)
             stream.finish()
     except FileNotFoundError:
         raise KgragError(f"bundle {path} does not exist") from None
@@ -137,12 +145,14 @@ def inside(name: str) -> bool:
             and posixpath.normpath(name) == name and ".." not in name.split("/"))
 
 
-def _members(path: Path, tar: tarfile.TarFile) -> tuple[dict[str, Any], dict[str, bytes]]:
+def _members(path: Path, tar: tarfile.TarFile, room: int
+             ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The index and every member's bytes, in the order written: the index first (read
     at once, for its list of files), the seal last; each member checked by its tar
-    header before it is read."""
+    header before it is read, the members' sizes together at most ``room`` bytes."""
     index: dict[str, Any] | None = None
     members: dict[str, bytes] = {}
+    unpacked = 0
     for info in tar:
         if index is None and info.name != INDEX:
             raise KgragError(f"{path} is not a kgrag bundle (it does not start with {INDEX})")
@@ -156,6 +166,12 @@ def _members(path: Path, tar: tarfile.TarFile) -> tuple[dict[str, Any], dict[str
             raise _altered(path, info.name, f"is not listed in {INDEX}")
         if limit is not None and info.size > limit:
             raise _altered(path, info.name, f"is {info.size} bytes, more than {limit}")
+        unpacked += info.size
+        if unpacked > room:
+            raise _altered(path, info.name, f"is {info.size:,} bytes, more than a bundle of "
+                                            f"{path.stat().st_size:,} bytes unpacks to (at "
+                                            f"most {room:,} bytes in all: {MAX_INFLATION} "
+                                            f"times its size, and {INFLATION_ROOM:,} more)")
         handle = tar.extractfile(info)
         assert handle is not None  # a plain file
         members[info.name] = handle.read()

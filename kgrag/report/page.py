@@ -64,6 +64,11 @@ div.text { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6;
   border-left: 3px solid #ccc; padding: 0.3em 0.6em; margin: 0.2em 0 0.5em; max-width: 60em; }
 li.cited div.text { border-left-color: #b26b00; } mark { background: #ffc940; padding: 0 1px; }
 dl.trace { margin: 0; }
+svg.walk line { stroke: #bbb; stroke-width: 1; } svg.walk line.relation { stroke: #7a9cc6; }
+svg.walk text { font-size: 10px; fill: #333; } svg.walk a.chunk rect { fill: #4a7ab5; }
+svg.walk a.chunk text { fill: #fff; font-size: 9px; } svg.walk g.seed circle { fill: #b26b00; }
+svg.walk g.reached circle { fill: #fff; stroke: #b26b00; stroke-width: 1.5; }
+svg.walk a.chunk:hover rect { fill: #b26b00; } figure.walk { margin: 0.3em 0; }
 dl.trace dt { font-weight: 600; } dl.trace dd { margin: 0 0 0.3em 1em; word-break: break-word; }
 """
 

@@ -2,10 +2,11 @@
 supporting documents, and for every strategy the units it retrieved (rank order,
 supporting documents marked, each with where it came from and its text on a click), its
 answer and its trace (HugRAG's seeds, reached entities and filter; PPR's seeds and
-scores; whatever a strategy records). An answer given with ``answer.cite`` shows its
-citations as links to the units it cites; those are marked, shown open, and the
-answer's span is marked in their text where it occurs there (always, for an answer
-copied from a unit)."""
+scores; whatever a strategy records). A graph walk's trace is also drawn as the
+question's subgraph (``kgrag.report.walk``), its chunk nodes linked to the units. An
+answer given with ``answer.cite`` shows its citations as links to the units it cites;
+those are marked, shown open, and the answer's span is marked in their text where it
+occurs there (always, for an answer copied from a unit)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from kgrag.contents.retrieved import read_retrieved
 from kgrag.declarations import step_name
 from kgrag.report.run_folder import RunFolder
 from kgrag.report.units import Unit, read_units, unit_details
+from kgrag.report.walk import walk_figure
 
 
 def drilldown(run: RunFolder) -> str:
@@ -71,17 +73,21 @@ def _question(question: dict[str, Any], titles: dict[str, str],
                  "<th>answer</th><th>retrieved units (rank order, ★ supporting; click for the "
                  "text)</th><th>trace</th></tr></thead><tbody>")
     for number, (name, row, answer, cited) in enumerate(strategies):
-        at = f"{anchor}-s{number}" if cited is not None else None
+        at = f"{anchor}-s{number}"
+        trace = {} if row is None else json.loads(row["trace"])
         lines.append(f"<tr><td>{escape(name)}</td>"
                      f"<td>{'–' if answer is None else _answer(answer, cited, row, at)}</td>"
                      f"<td>{_units(row, titles, supporting, units, at, answer, cited)}</td>"
-                     f"<td>{'–' if row is None else _trace(json.loads(row['trace']))}</td></tr>")
+                     f"<td>{'–' if row is None else _trace(trace)}</td></tr>")
+        figure = "" if row is None else walk_figure(trace, row["unit_ids"], at)
+        if figure:
+            lines.append(f'<tr class="walk"><td></td><td colspan="3">{figure}</td></tr>')
     lines.append("</tbody></table></div></details>")
     return "\n".join(lines)
 
 
 def _answer(answer: str, cited: list[str] | None, row: dict[str, Any] | None,
-            units: str | None) -> str:
+            units: str) -> str:
     """The answer, and with citations each cited unit's number linked to its list item
     (the numbers are the units' ranks, as the prompt numbered them)."""
     if cited is None or row is None:
@@ -92,11 +98,12 @@ def _answer(answer: str, cited: list[str] | None, row: dict[str, Any] | None,
 
 
 def _units(row: dict[str, Any] | None, titles: dict[str, str], supporting: set[str],
-           units: dict[str, Unit], anchor: str | None, answer: str | None,
+           units: dict[str, Unit], anchor: str, answer: str | None,
            cited: list[str] | None) -> str:
     """The retrieved units in rank order: each its title, id and where it came from, its
-    text on a click. With an ``anchor`` each has an id that a citation links to; the
-    ``cited`` ones are marked and open, the ``answer`` marked in their text."""
+    text on a click, and an id (``anchor`` and its rank) that a citation and the walk's
+    figure link to; the ``cited`` ones are marked and open, the ``answer`` marked in
+    their text."""
     if row is None:
         return '<span class="muted">not retrieved for this question</span>'
     items = []
@@ -113,8 +120,7 @@ def _units(row: dict[str, Any] | None, titles: dict[str, str], supporting: set[s
             label = unit_details(label, found.text, answer=answer if quoted else None,
                                  opened=quoted)
         classes = " ".join(name for name, on in (("gold", gold), ("cited", quoted)) if on)
-        attributes = (f' id="{anchor}-{rank}"' if anchor else "") + (
-            f' class="{classes}"' if classes else "")
+        attributes = f' id="{anchor}-{rank}"' + (f' class="{classes}"' if classes else "")
         items.append(f"<li{attributes}>{label}</li>")
     return (f'<ol class="units">{"".join(items)}</ol>'
             f'<span class="muted">{len(row["unit_ids"])} units, '
@@ -122,10 +128,12 @@ def _units(row: dict[str, Any] | None, titles: dict[str, str], supporting: set[s
 
 
 def _trace(trace: dict[str, Any]) -> str:
-    if not trace:
+    """The trace as a list of its keys and values; a walk's edges are left to its figure."""
+    shown = {key: value for key, value in trace.items() if key != "subgraph"}
+    if not shown:
         return '<span class="muted">(none)</span>'
     items = "".join(f"<dt>{escape(key)}</dt><dd>{escape(_value(value))}</dd>"
-                    for key, value in trace.items())
+                    for key, value in shown.items())
     return f'<dl class="trace">{items}</dl>'
 
 

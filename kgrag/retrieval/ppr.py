@@ -7,7 +7,9 @@ entities over the entity–chunk graph of any build (``kgrag.retrieval.ppr_searc
 the graph, the seeds and the walk), chunks ranked by the mass they collect and
 filled into the budget like every other strategy. A question naming no entity of the
 graph is answered by the dense ranking, and its trace says so. The trace lists the
-seeds with their weights and each retrieved chunk's mass: why a chunk came back.
+seeds with their weights, the entities the walk reached, each retrieved chunk's mass
+(why a chunk came back), and the edges among those entities and chunks (the report draws
+them as the question's subgraph).
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class PprStrategy:
         ranked, scores, trace = self.search.scored(question, vector)
         context = self.units.filled(ranked, self.budget)
         trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in context.unit_ids}
+        if "reached" in trace:  # a walk, not the dense fallback: the edges it went through
+            trace["subgraph"] = self.search.subgraph([*trace["seeds"], *trace["reached"]],
+                                                     context.unit_ids)
         return dataclasses.replace(context, trace=trace)
 
 

@@ -28,8 +28,8 @@ Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
 ``PprSearch``. Chunks with mass rank by it (ties by dense rank), then the remaining
 chunks in dense order. A question naming no entity of the graph is answered by the
 dense ranking, and its trace says so (the retrieve step counts those fallbacks). The
-trace lists the seeds with their weights and each retrieved chunk's mass: why a chunk
-came back.
+trace lists the seeds with their weights, the ``REACHED`` other entities the walk left
+most mass on, and each retrieved chunk's mass: why a chunk came back.
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ WALK_PARAMS = (
           "entity name once (cached). Left out: no name links."),
 )
 NO_SEED = "no entity of the question is in the graph: dense ranking"
+REACHED = 10  # entities besides the seeds that a trace lists, by the mass the walk left
 # the settings that shape a search (its graph, seeds and walk), not what a strategy does
 # with its ranking: strategies that agree on these share one search
 SEARCH_KEYS = tuple(p.name for p in WALK_PARAMS)
@@ -149,6 +150,7 @@ class PprSearch:
         self.dense_seed_chunks = dense_seed_chunks
         self.mentions, self.nearest, self.links = mentions, nearest, list(links)
         self.walked: dict[tuple[str, bytes], tuple[list[str], dict[str, float], dict]] = {}
+        self._nodes: dict[str, int] | None = None  # entity name or chunk id → node
 
     @classmethod
     def load(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
@@ -266,9 +268,30 @@ class PprSearch:
         mass = self.walk.run(restart, self.damping, max_steps=self.max_iterations)
         trace: dict[str, Any] = {"seeds": {self.graph.names[s]: round(float(w), 6)
                                            for s, w in zip(seeds.nodes, weights)}}
+        entity_mass = mass[:n_entities].copy()
+        entity_mass[seeds.nodes] = 0.0  # the seeds are listed already
+        top = [int(i) for i in np.argsort(-entity_mass, kind="stable")[:REACHED]
+               if entity_mass[i] > 0]
+        trace["reached"] = {self.graph.names[i]: round(float(entity_mass[i]), 8) for i in top}
         if seeds.nearest:
             trace["nearest"] = seeds.nearest
         return mass, dense_order, trace
+
+    def subgraph(self, entities: list[str], chunks: list[str]) -> dict[str, list[list[str]]]:
+        """The walked graph's edges among ``entities`` (names) and ``chunks`` (ids): each
+        entity's mentions of those chunks, and the relationships between those entities,
+        so that the report can draw what the walk went through (``kgrag.report.walk``)."""
+        if self._nodes is None:
+            self._nodes = {name: i for i, name in enumerate(self.graph.names)}
+            self._nodes |= {c: len(self.graph.names) + j
+                            for j, c in enumerate(self.graph.chunk_ids)}
+        named = [(e, self._nodes[e]) for e in entities if e in self._nodes]
+        held = [(c, self._nodes[c]) for c in chunks if c in self._nodes]
+        adjacency = self.graph.adjacency
+        mentions = [[e, c] for e, i in named for c, j in held if adjacency[i, j]]
+        relations = [[a, b] for at, (a, i) in enumerate(named) for b, j in named[at + 1:]
+                     if adjacency[i, j]]
+        return {"mentions": mentions, "relations": relations}
 
     def scored(self, question: str, vector: np.ndarray
                ) -> tuple[list[str], dict[str, float], dict[str, Any]]:

@@ -209,6 +209,67 @@ def test_a_huge_member_outside_the_index_is_refused_by_its_header(made, tmp_path
         capsys, bundle, tmp_path / "replay")
 
 
+
+class Zeros:
+    """A file of ``size`` zero bytes, read without holding them."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        self.left -= n
+        return bytes(n)
+
+
+def bomb(made_bundle: Path, out: Path, size: int, *, data: bool) -> Path:
+    """``made_bundle`` with its corpus replaced by ``size`` zero bytes, listed in the index
+    with their true checksum and sealed anew: a member that gzip shrinks a thousandfold.
+    Without ``data`` the member's header claims the size and the file ends after it (its
+    listed checksum is then the empty file's: the header is refused before any read)."""
+    with tarfile.open(made_bundle) as tar:
+        entries = {info.name: tar.extractfile(info).read() for info in tar}
+    index = json.loads(entries.pop(INDEX))
+    del entries[SEAL], entries[CORPUS]
+    digest, zeros = hashlib.sha256(), Zeros(size if data else 0)  # no data: no checksum
+    while chunk := zeros.read(2**20):
+        digest.update(chunk)
+    index["files"] = {name: hashlib.sha256(member).hexdigest() for name, member in entries.items()}
+    index["files"][CORPUS] = digest.hexdigest()
+    head = json.dumps(index).encode()
+    with (gzip.GzipFile(filename="", mode="wb", fileobj=out.open("wb"), mtime=0) as packed,
+          tarfile.open(fileobj=packed, mode="w") as tar):
+        for name, member in [(INDEX, head), *entries.items()]:
+            info = tarfile.TarInfo(name)
+            info.size = len(member)
+            tar.addfile(info, io.BytesIO(member))
+        info = tarfile.TarInfo(CORPUS)
+        info.size = size
+        if not data:
+            packed.write(info.tobuf())
+            return out
+        tar.addfile(info, Zeros(size))
+        info = tarfile.TarInfo(SEAL)
+        info.size = 64
+        tar.addfile(info, io.BytesIO(hashlib.sha256(head).hexdigest().encode()))
+    return out
+
+
+@pytest.mark.parametrize("size, data", [(2**26, True), (2**40, False)],
+                         ids=["64-MiB-of-zeros", "header-claims-1-TiB"])
+def test_a_listed_member_bigger_than_the_bundle_unpacks_to_is_refused(made, tmp_path, capsys,
+                                                                       size, data):
+    """Was: a listed member was read whole into memory, whatever its size, and written
+    into the replay folder (a 64 MiB corpus of zeros from a bundle of 100 kB); its
+    header is enough to refuse it, as for a member the index does not list."""
+    bundle = bomb(made[1], tmp_path / "bomb.tar.gz", size, data=data)
+    assert bundle.stat().st_size < 2**18  # a quarter of a MiB at most
+    before = sorted(tmp_path.rglob("*"))
+    err = refused(capsys, bundle, tmp_path / "replay")
+    assert f"{CORPUS} is {size:,} bytes, more than a bundle of {bundle.stat().st_size:,} " \
+        "bytes unpacks to" in err
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written, here or elsewhere
+
 def test_the_bundle_file_is_the_same_for_the_same_run(made, tmp_path):
     """No time and no name in the gzip header: bundling a run twice gives one file."""
     spec, bundle = made

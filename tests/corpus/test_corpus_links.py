@@ -1,6 +1,7 @@
 """Symbolic links in a corpus folder: one that leads out of the folder is skipped, named
 in ``Corpus.sources`` and not hashed, unless ``corpus.follow_links`` asks for it; one
-that stays inside is read like any file. The same for ``text`` and ``documents``."""
+that stays inside is read like any file. The same for ``text`` and ``documents``; a
+HolisQA folder, whose two files are the dataset, refuses a link leading out."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from kgrag.errors import KgragError
 from kgrag.pipeline.compile import source_sha256
-from tests.corpus.test_corpus_importers import load
+from tests.corpus.test_corpus_importers import (
+    SMALL_SENTENCES,
+    holisqa_qa,
+    load,
+    write_holisqa,
+)
 
 SECRET = "root:x:0:0:a line of a file outside the corpus folder"
 
@@ -53,3 +60,26 @@ def test_the_corpus_hash_covers_the_files_its_importer_reads(tmp_path):
     assert source_sha256(folder, follow_links=True) != following
     (folder / "paris.txt").write_text("Paris is on the Seine.\n")
     assert source_sha256(folder) != skipping
+
+
+@pytest.mark.parametrize("name", ["sentences.jsonl", "qa.jsonl"])
+def test_a_holisqa_file_linked_from_outside_the_folder_is_not_read(tmp_path, name):
+    """Was: the HolisQA importer opened ``qa.jsonl`` and ``sentences.jsonl`` wherever a
+    link led, though the corpus hash and a bundle's copy leave such a link out."""
+    real = write_holisqa(tmp_path / "elsewhere", SMALL_SENTENCES, [holisqa_qa("Q1", "S1")])
+    folder = tmp_path / "domain"
+    folder.mkdir()
+    for file in ("sentences.jsonl", "qa.jsonl"):
+        (folder / file).write_bytes((real / file).read_bytes())
+    (folder / name).unlink()
+    (folder / name).symlink_to(real / name)
+    with pytest.raises(KgragError, match=(
+            rf"domain/{name} is a symbolic link to a file outside the HolisQA folder "
+            rf"\({real / name}\), which is not read; .* corpus\.follow_links: true")):
+        load(tmp_path, "holisqa", folder)
+    assert load(tmp_path, "holisqa", folder, follow_links=True).questions.height == 1
+    (folder / "kept").mkdir()  # a link that stays inside the folder is read
+    (folder / "kept" / name).write_bytes((real / name).read_bytes())
+    (folder / name).unlink()
+    (folder / name).symlink_to(Path("kept") / name)
+    assert load(tmp_path, "holisqa", folder).questions.height == 1

@@ -1,6 +1,6 @@
 """Finished runs for the report tests, each made once: a tiny MuSiQue spec with every
 section of the report in it (sweeps of the budget, β and θ; skeleton, keyword and
-hierarchy builds; KET-RAG and HugRAG; answers), run with the stand-in LLM; and a folder
+hierarchy builds; KET-RAG, HugRAG and a PPR walk; answers), run with the stand-in LLM; and a folder
 of documents (a PDF, Markdown, a file that gives no text) whose questions are answered
 with citations copied from the units cited; and that folder without questions."""
 
@@ -28,7 +28,8 @@ GRAPHS = [{"name": "skel", "kind": "skeleton", "beta": [0.2, 0.4]},
 QUERY = [{"name": "dense", "strategy": "naive", "budget_tokens": [300, 600]},
          {"name": "ket", "strategy": "ket", "skeleton": "skel", "bipartite": "kw",
           "theta": [0, 0.5], "budget_tokens": 600},
-         {"name": "hug", "strategy": "hugrag", "hierarchy": "h", "budget_tokens": 600}]
+         {"name": "hug", "strategy": "hugrag", "hierarchy": "h", "budget_tokens": 600},
+         {"name": "ppr", "strategy": "ppr", "hierarchy": "h", "budget_tokens": 600}]
 
 
 def report_spec(project: Path) -> Path:

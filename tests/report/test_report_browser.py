@@ -1,10 +1,12 @@
 """The report in a real headless browser (Debian's chromium): it opens with no console
 error, draws every figure, fetches nothing, and the check fails on a page that errs; a
-cited answer is seen marked in the text of the unit it cites; the report of a run
-without questions opens too."""
+cited answer is seen marked in the text of the unit it cites; a PPR walk's subgraph is
+drawn, hovered and clicked through to a unit; the report of a run without questions
+opens too."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -14,6 +16,7 @@ import pytest
 
 from kgrag.contents.answers import read_answers, read_citations
 from kgrag.contents.chunks import read_chunks
+from kgrag.contents.retrieved import read_retrieved
 from kgrag.corpus.sources import chunk_sources
 from kgrag.report.page import REPORT, write_report
 from kgrag.report.run_folder import RunFolder
@@ -131,3 +134,50 @@ def test_the_report_of_a_run_without_questions_opens_in_the_browser(
     assert seen.plots == page.read_text().count(FIGURE) == 3  # cost, sizes, degrees
     chunks = read_chunks(RunFolder.open(folder).artefact("chunks"))
     assert seen.probed["seen"] and words(seen.probed["text"]) == words(chunks["context"][0])
+
+
+FOLLOW_A_WALK = """(() => {
+  const figure = document.querySelector('tr.walk svg.walk');
+  const question = figure.closest('details.question');
+  const hidden = figure.getBoundingClientRect().width;
+  question.querySelector('summary').click();  // a person opens the question
+  const box = figure.getBoundingClientRect();
+  const seeds = [...figure.querySelectorAll('g.seed > title')].map(t => t.textContent);
+  const chunks = [...figure.querySelectorAll('a.chunk')];
+  const link = chunks[chunks.length - 1];
+  link.scrollIntoView({block: 'center'});
+  link.dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, view: window}));
+  const target = document.getElementById(link.getAttribute('href').slice(1));
+  const landed = target.getBoundingClientRect();
+  return {hidden, width: box.width, height: box.height, seeds,
+          hrefs: chunks.map(a => a.getAttribute('href')),
+          hover: link.querySelector('title').textContent,
+          hash: location.hash, landedTop: landed.top, inView: landed.top >= 0
+            && landed.top < window.innerHeight,
+          unit: target.querySelector('code').textContent,
+          question: question.querySelector('summary code').textContent};
+})()"""
+
+
+def test_a_walk_s_subgraph_is_drawn_and_its_chunks_lead_to_their_units(
+        finished_run: Path, report_page: Path, tmp_path: Path) -> None:
+    """Open the first question a PPR walk drew: its figure shows the seeds, hovering a
+    chunk names it, and a click on it scrolls the page to that unit in the list."""
+    screenshot = tmp_path / "walk.png"
+    seen = visit(report_page, screenshot, 1200, FOLLOW_A_WALK)
+    print(f"\nscreenshot of a walk's subgraph: {screenshot}")
+    assert seen.errors == [] and seen.fetched == []
+    found = seen.probed
+    assert found["hidden"] == 0 and found["width"] > 300 and found["height"] > 200
+    rows = {row["question_id"]: row for row in read_retrieved(
+        RunFolder.open(finished_run).artefact("retrieve.ppr")).iter_rows(named=True)}
+    row = rows[found["question"]]
+    trace = json.loads(row["trace"])
+    assert sorted(seed.split(" (weight")[0] for seed in found["seeds"]) == sorted(
+        f"seed {name}" for name in trace["seeds"])
+    ranks = range(1, len(row["unit_ids"]) + 1)
+    assert [href.rsplit("-", 1)[1] for href in found["hrefs"]] == [str(r) for r in ranks]
+    last = row["unit_ids"][-1]
+    assert found["hover"].startswith(f"[{len(row['unit_ids'])}] {last}")
+    assert found["hash"] == found["hrefs"][-1] and found["inView"]
+    assert found["unit"] == last  # the click landed on the unit the node stands for

@@ -1,11 +1,13 @@
 """What the report shows of a real run: a curve per swept parameter through the rows
 that differ only in it, every node of every build's graph in its degree distribution,
-and every question with every strategy's units, answer and trace."""
+and every question with every strategy's units, answer and trace, a PPR walk's as the
+question's subgraph drawn."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from html import escape
 from pathlib import Path
@@ -20,6 +22,7 @@ from kgrag.pipeline.graph_kinds import GRAPH_KINDS
 from kgrag.report.figures import metric_bars, score_columns, sweep_curves
 from kgrag.report.page import write_report
 from kgrag.report.run_folder import RunFolder
+from kgrag.report.walk import MAX_NODES, walk_figure
 
 
 def test_bars_show_each_metric_the_spec_asked_for(finished_run: Path) -> None:
@@ -87,7 +90,8 @@ def test_the_drilldown_shows_each_question_and_what_each_strategy_did(
     first = read_retrieved(run.artefact(step_name("retrieve", strategies[0]))).row(0, named=True)
     units = [page.index(f"<code>{escape(unit)}</code>") for unit in first["unit_ids"]]
     assert units == sorted(units)
-    assert '<li class="gold"><details class="unit"><summary>★ ' in page
+    assert re.search(r'<li id="q\d+-s\d+-\d+" class="gold"><details class="unit"><summary>★ ',
+                     page)
 
 
 def test_the_training_section_is_there_only_when_the_spec_trains(
@@ -120,3 +124,60 @@ def test_builds_of_a_run_that_evaluated_nothing_are_those_evaluate_reports(
     assert unevaluated.builds == run.metrics["builds"]
     assert [b["graph"] for b in unevaluated.builds] == ["skel@beta=0.2", "skel@beta=0.4", "kw",
                                                         "h"]
+
+
+def drawn(figure: str) -> dict[str, list[str]]:
+    """The figure's nodes by kind: seeds' and reached entities' hover titles, chunk links."""
+    return {"seed": re.findall(r'<g class="seed"><title>(.*?)</title>', figure),
+            "reached": re.findall(r'<g class="reached"><title>(.*?)</title>', figure),
+            "chunk": re.findall(r'<a href="#([^"]+)" class="chunk">', figure)}
+
+
+def test_a_walk_is_drawn_as_the_question_s_subgraph_linked_to_its_units(
+        finished_run: Path, report_page: Path) -> None:
+    """Was: the walk's seeds and scores as a line of text; now a figure of the seeds, the
+    entities reached and the chunks returned, each chunk a link to its unit."""
+    page = report_page.read_text().split('<section id="questions">')[1]
+    run = RunFolder.open(finished_run)
+    strategies = [row["strategy"] for row in run.metrics["rows"]]
+    ppr = strategies.index("ppr")
+    walked = 0
+    for number, row in enumerate(read_retrieved(run.artefact("retrieve.ppr")).iter_rows(
+            named=True)):
+        trace = json.loads(row["trace"])
+        question = page.split('<details class="question">')[number + 1]
+        figures = re.findall(r'<tr class="walk">.*?</tr>', question)
+        if "subgraph" not in trace:  # the dense fallback: nothing walked, nothing drawn
+            assert not figures
+            continue
+        walked += 1
+        [figure] = figures  # the ppr row's alone: the other strategies walk no subgraph
+        nodes = drawn(figure)
+        assert [title.split(" (weight")[0] for title in nodes["seed"]] == [
+            f"seed {escape(name)}" for name, _ in sorted(trace["seeds"].items(),
+                                                        key=lambda item: -item[1])]
+        assert nodes["chunk"] == [f"q{number}-s{ppr}-{rank}"
+                                  for rank in range(1, len(row["unit_ids"]) + 1)]
+        for target in nodes["chunk"]:  # each link lands on its unit in the list
+            assert f'<li id="{target}"' in question
+        assert sum(map(len, nodes.values())) <= MAX_NODES
+        assert figure.count('<line class="mention"') == len(trace["subgraph"]["mentions"]) > 0
+        assert "<dt>subgraph</dt>" not in question and "<dt>reached</dt>" in question
+    assert walked  # some question named an entity of the graph
+
+
+def test_the_walk_figure_is_bounded() -> None:
+    trace = {"seeds": {f"S{i}": 1.0 / (i + 1) for i in range(20)},
+             "reached": {f"R{i}": 0.5 / (i + 1) for i in range(50)},
+             "scores": {f"c{i}": 0.1 for i in range(20)},
+             "subgraph": {"mentions": [[f"S{i}", f"c{i}"] for i in range(20)],
+                          "relations": [["S0", "R0"], ["R0", "R49"]]}}
+    figure = walk_figure(trace, [f"c{i}" for i in range(20)], "q3-s1")
+    nodes = drawn(figure)
+    assert len(nodes["seed"]) == 8 and len(nodes["chunk"]) == 12
+    assert sum(map(len, nodes.values())) == MAX_NODES
+    assert nodes["seed"][0] == "seed S0 (weight 1)" and nodes["chunk"][-1] == "q3-s1-12"
+    # only the edges between drawn nodes: S0–c0 … S7–c7 and S0–R0 (R49 is not drawn)
+    assert figure.count('<line class="mention"') == 8 and figure.count('class="relation"') == 1
+    assert walk_figure({"seeds": {}, "fallback": "dense"}, ["c1"], "q0-s0") == ""
+    assert figure == walk_figure(trace, [f"c{i}" for i in range(20)], "q3-s1")  # same layout

@@ -138,6 +138,26 @@ def test_the_context_records_seeds_and_scores_and_fits_the_budget():
     assert context.trace["scores"]["c1"] > context.trace["scores"]["c2"] > 0
 
 
+
+def test_the_trace_holds_the_entities_reached_and_the_edges_walked():
+    """The report draws a question's subgraph from these: the entities beyond the seeds
+    that the walk left mass on, and the mention and relationship edges among them and the
+    chunks returned."""
+    context = strategy(budget=20, relationships=[("JOHNNY LEE", "CANBERRA", 5.0)]).retrieve(
+        QUESTION, QUESTION_VECTOR)
+    reached = context.trace["reached"]
+    assert {"JOHNNY LEE", "FORBIDDEN GROUND (2013 FILM)"} <= set(reached)
+    assert not set(reached) & set(context.trace["seeds"]) and len(reached) <= 10
+    assert list(reached.values()) == sorted(reached.values(), reverse=True)
+    edges = context.trace["subgraph"]
+    assert ["FORBIDDEN GROUND", "c1"] in edges["mentions"]
+    assert ["JOHNNY LEE", "c2"] in edges["mentions"] and ["FILM", "c2"] in edges["mentions"]
+    assert all(chunk in context.unit_ids for _, chunk in edges["mentions"])
+    assert ["SYDNEY", "c1"] not in edges["mentions"]  # no such mention in the graph
+    assert edges["relations"] == [["JOHNNY LEE", "CANBERRA"]]
+    fallback = strategy(budget=20).retrieve("Who painted it?", QUESTION_VECTOR)
+    assert "subgraph" not in fallback.trace and "reached" not in fallback.trace
+
 def test_a_question_naming_no_entity_falls_back_to_dense_and_says_so():
     context = strategy(budget=20).retrieve("Who painted it?", QUESTION_VECTOR)
     assert context.unit_ids == ["c5", "c4"]  # dense order

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from kgrag.corpus.corpus import SENTENCE_SCHEMA, Corpus, make_doc_id
+from kgrag.corpus.folder import corpus_files
 from kgrag.corpus.importers.records import (
     QuestionRecord,
     documents_frame,
@@ -61,6 +62,11 @@ def import_holisqa(path: Path, cfg: Mapping[str, Any]) -> Corpus:
     neighbours are the natural distractors, and a gold-only corpus would make
     retrieval trivial. Without a selection every article is kept (also when
     the selected questions cite no sentence at all).
+
+    Either file may be a symbolic link to a file inside the folder; one that leads out of
+    it is refused unless ``corpus.follow_links`` (``kgrag.corpus.folder``): the corpus's
+    sha256 and a bundle's copy of the folder leave such a link out, so reading it would
+    build from a file that neither follows.
     """
     if not path.is_dir():
         raise KgragError(
@@ -68,11 +74,18 @@ def import_holisqa(path: Path, cfg: Mapping[str, Any]) -> Corpus:
             f"sentences.jsonl, not {path}; point corpus.path at the folder"
         )
     qa_path, sentences_path = path / "qa.jsonl", path / "sentences.jsonl"
+    outside = corpus_files(path, cfg.get("follow_links", False)).outside
     for file in (sentences_path, qa_path):
         if not file.is_file():
             raise KgragError(
                 f"{file} is missing; a HolisQA domain folder holds qa.jsonl and "
                 "sentences.jsonl, so point corpus.path at such a folder"
+            )
+        if file in outside:  # what the corpus hash and a bundle leave out is not read
+            raise KgragError(
+                f"{file} is a symbolic link to a file outside the HolisQA folder "
+                f"({file.resolve()}), which is not read; copy the file into the folder, or "
+                "set corpus.follow_links: true to read it"
             )
     articles, position, blank = _holisqa_articles(sentences_path)
     records = [
