@@ -92,6 +92,39 @@ def answer_all(session: api.Session, table: pl.DataFrame, contexts: list, layout
     return out
 
 
+def load_rows(session: api.Session, half: str, seed: int, limit: int | None,
+              wanted_rows: str | None, run: bool) -> tuple[pl.DataFrame, dict, dict]:
+    """The half's questions (the first ``limit`` by id), each row's table, parts and
+    layouts (the retrieve steps', ``gold``), and each chunk's document; runs the retrieve
+    steps first when ``run``."""
+    steps = [s for s in session.plan.steps if s.kind == "retrieve"]
+    if run:
+        run_plan(session.plan, spec=session.spec, models=session.models,
+                 run_dir=session.run_dir, steps=session.plan.upstream([s.name for s in steps]))
+    questions = read_questions(session.artefact("corpus"))
+    chosen = halves(questions["question_id"], seed)[half]
+    questions = questions.filter(pl.col("question_id").is_in(chosen)).sort("question_id")
+    if limit:
+        questions = questions.head(limit)
+    chunks = read_chunks(session.artefact("chunks"), ["chunk_id", "doc_id", "context"])
+    text_of = dict(zip(chunks["chunk_id"], chunks["context"]))
+    doc_of = dict(zip(chunks["chunk_id"], chunks["doc_id"]))
+    rows: dict[str, tuple[pl.DataFrame, list, list]] = {}
+    wanted = set(wanted_rows.split(",")) if wanted_rows else None
+    for step in steps:
+        name = step.name.split(".", 1)[1]
+        if wanted is None or name in wanted:
+            table = questions.join(read_retrieved(session.artefact(step.name)),
+                                   on="question_id", how="inner").sort("question_id")
+            rows[name] = (table, [context_parts(u, c, text_of) for u, c in
+                                  zip(table["unit_ids"], table["context"])],
+                          table["context"].to_list())
+    if wanted is None or "gold" in wanted:
+        gold = questions.filter(pl.col("supporting_doc_ids").list.len() > 0)
+        rows["gold"] = (gold, gold_parts(gold, chunks), [None] * gold.height)
+    return questions, rows, doc_of
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("spec")
@@ -104,32 +137,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the dev/test split")
     args = parser.parse_args(argv)
     session = api.open_session(args.spec)
-    steps = [s for s in session.plan.steps if s.kind == "retrieve"]
-    if args.run:
-        run_plan(session.plan, spec=session.spec, models=session.models,
-                 run_dir=session.run_dir, steps=session.plan.upstream([s.name for s in steps]))
-    questions = read_questions(session.artefact("corpus"))
-    chosen = halves(questions["question_id"], args.seed)[args.half]
-    questions = questions.filter(pl.col("question_id").is_in(chosen)).sort("question_id")
-    if args.limit:
-        questions = questions.head(args.limit)
-    chunks = read_chunks(session.artefact("chunks"), ["chunk_id", "doc_id", "context"])
-    text_of = dict(zip(chunks["chunk_id"], chunks["context"]))
-    doc_of = dict(zip(chunks["chunk_id"], chunks["doc_id"]))
-    rows: dict[str, tuple[pl.DataFrame, list, list]] = {}
-    wanted = set(args.rows.split(",")) if args.rows else None
-    for step in steps:
-        name = step.name.split(".", 1)[1]
-        if wanted is None or name in wanted:
-            table = questions.join(read_retrieved(session.artefact(step.name)),
-                                   on="question_id", how="inner").sort("question_id")
-            rows[name] = (table, [context_parts(u, c, text_of) for u, c in
-                                  zip(table["unit_ids"], table["context"])],
-                          table["context"].to_list())
-    if wanted is None or "gold" in wanted:
-        gold = questions.filter(pl.col("supporting_doc_ids").list.len() > 0)
-        parts = gold_parts(gold, chunks)
-        rows["gold"] = (gold, parts, [None] * gold.height)
+    questions, rows, doc_of = load_rows(session, args.half, args.seed, args.limit,
+                                        args.rows, args.run)
     rng = np.random.default_rng(0)
     modes = args.modes.split(",")
     print(f"\n{args.spec}, {args.half} half ({questions.height} questions), "
