@@ -2,8 +2,9 @@
 ``kgrag query`` and the reader benchmark turn a question and its context into an answer.
 
 ``mode: free`` generates (citing the numbered parts with ``cite``) and mends a short
-reply's defects (``kgrag.answer.hygiene``); ``mode: extractive`` chooses a span
-(``kgrag.answer.extractive``) and cites the parts that hold it.
+reply's defects (``kgrag.answer.hygiene``); ``mode: extractive`` snaps that free answer
+(without citations) to the nearest span of the parts, or scores the spans when none is
+near (``kgrag.answer.extractive``), and cites the parts that hold it.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def read(llm: CachedLLM, parts: Sequence[str], question: str, settings: Mapping[
     """The answer to ``question`` from the context's ``parts`` (the strategy's own layout
     ``context`` when given: what a free answer without citations reads)."""
     if settings.get("mode", "free") == "extractive":
-        got = extractive_answer(llm, parts, question,
+        got = extractive_answer(llm, parts, question, style=settings["prompt"],
+                                max_tokens=settings["max_tokens"], context=context,
                                 limit=settings.get("candidates") or DEFAULT_CANDIDATES)
-        return Reply(got.text, got.cited, got.cited, got.kind, got.tokens_in, 0)
+        return Reply(got.text, got.cited, got.cited, got.kind, got.tokens_in, got.tokens_out)
     style, length = settings["prompt"], settings["length"]
     if settings.get("cite"):
         reply, completion = cited_answer(llm, parts, question, max_tokens=settings["max_tokens"],

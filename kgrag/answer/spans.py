@@ -13,7 +13,8 @@ for what it names), except in a choice question ("…, A or B?"), whose answer i
 the names it gives. Before the LLM sees them, the candidates are ranked by a cheap prior,
 the answer type the question's wh-word asks for (who → a person, when → a date …) first,
 then how many of the question's words share a sentence with the span, then the unit's rank;
-only the best ``limit`` are scored by the LLM. A yes/no question ("Is …", "Did …") is
+a free answer snaps to the first of the nearest, and only the best ``limit`` are scored by
+the LLM. A yes/no question ("Is …", "Did …") is
 answered yes or no: those answers are judgements, not spans, and cite nothing.
 """
 
@@ -112,10 +113,10 @@ def _trimmed(span: Any) -> Any:
     return span.doc[start:end]
 
 
-def candidates(units: Sequence[str], question: str, limit: int) -> list[Candidate]:
-    """The best ``limit`` candidate spans of ``units`` for ``question`` by the prior (each
-    distinct text once, from the first unit that holds it), best first; a yes/no
-    question's are empty (``read_question`` says it is one)."""
+def candidates(units: Sequence[str], question: str, limit: int | None) -> list[Candidate]:
+    """The best ``limit`` candidate spans of ``units`` for ``question`` by the prior (all
+    of them when ``limit`` is None; each distinct text once, from the first unit that holds
+    it), best first; a yes/no question's are empty (``read_question`` says it is one)."""
     asked = read_question(question)
     if asked.yes_no:
         return []
