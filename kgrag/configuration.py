@@ -106,6 +106,11 @@ class Spec:
         return self.data["models"]
 
     @property
+    def dense_index(self) -> Mapping[str, Any]:
+        """How the dense index of chunks is searched (an ANN index past a size)."""
+        return self.data["dense_index"]
+
+    @property
     def chunking(self) -> Mapping[str, Any]:
         """Chunk size and overlap."""
         return self.data["chunking"]
