@@ -1,10 +1,10 @@
 """Dense search at a million rows: the ANN index against the flat scan.
 
-    python benchmarks/ann.py [--rows 100000 1000000] [--index ivf_hnsw_sq ivf_pq]
+    PYTHONPATH=. python benchmarks/ann.py [--rows 100000 1000000] [--index ivf_hnsw_sq ivf_pq]
 
 Embedding a million chunks here takes hours, so the rows are a simulation: the real
-passages of the shared samples (musique, hotpotqa, 2wiki: MiniLM vectors through the
-call cache) tiled to each size, every copy its base vector plus Gaussian noise
+passages of shared samples (``--samples``, musique by default: MiniLM vectors through
+the call cache) tiled to each size, every copy its base vector plus Gaussian noise
 (``--noise`` per dimension, 0.02 puts a copy at cosine about 0.93 from its base) and
 renormalised. A question's supporting passages are found when any copy of them is
 among the top five rows: R@5 over the samples' questions, for the flat scan (exact,
@@ -42,13 +42,14 @@ SETTINGS = {
 }
 
 
-def real_vectors() -> tuple[list[str], np.ndarray, list[str], list[set[int]]]:
+def real_vectors(samples: list[str]
+                 ) -> tuple[list[str], np.ndarray, list[str], list[set[int]]]:
     """The samples' passages and questions: passage texts and their unit vectors, the
     questions, and each question's supporting passages (rows of the passages)."""
     passages: dict[tuple[str, str], int] = {}
     questions, gold = [], []
-    for dataset, path in SAMPLES.items():
-        corpus = load_corpus({"dataset": dataset, "path": path, "limit": None,
+    for dataset in samples:
+        corpus = load_corpus({"dataset": dataset, "path": SAMPLES[dataset], "limit": None,
                               "questions": None}, SHARED_DATA)
         rows = {}
         for doc_id, title, text in corpus.documents.select("doc_id", "title", "text").iter_rows():
@@ -104,10 +105,11 @@ def main() -> None:
     parser.add_argument("--nprobes", type=int, nargs="+", default=None,
                         help="search settings to try (default: the spec's)")
     parser.add_argument("--noise", type=float, default=0.02)
-    parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--samples", nargs="+", default=["musique"], choices=list(SAMPLES))
+    parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    _, base, questions, gold = real_vectors()
+    _, base, questions, gold = real_vectors(args.samples)
     picked = np.random.default_rng(args.seed).permutation(len(questions))[: args.questions]
     questions, gold = [questions[i] for i in picked], [gold[i] for i in picked]
     from sentence_transformers import SentenceTransformer

@@ -50,10 +50,13 @@ class Bm25Index:
         return self.index.get_scores(words) if words else np.zeros(len(self.ids))
 
     def ranked(self, question: str) -> list[str]:
-        """Units sharing a word with the question, best first; ties in unit order."""
+        """Units sharing a word with the question, best first; ties in unit order. Only
+        the scored units are sorted: at a million chunks, sorting every score cost a
+        question more than scoring it."""
         scores = self.scores(question)
-        order = np.argsort(-scores, kind="stable")
-        return [self.ids[i] for i in order[: int((scores > 0).sum())]]
+        scored = np.flatnonzero(scores > 0)
+        order = scored[np.argsort(-scores[scored], kind="stable")]
+        return [self.ids[i] for i in order]
 
 
 class Bm25Strategy:

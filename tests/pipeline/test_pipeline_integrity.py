@@ -230,7 +230,7 @@ def test_a_damaged_ann_index_is_rebuilt_and_answers_as_before(
     built, rows, _ = run_with(spec, RuleLLM())
     folder = project / "outputs" / "tiny" / built["dense"]["artefact"]
     assert built["dense"]["notes"]["ann"] == "ivf_hnsw_sq"
-    index = sorted((folder / f"{DENSE_TABLE}.lance" / "_indices").rglob("*.idx"))[0]
+    index = min((folder / f"{DENSE_TABLE}.lance" / "_indices").rglob("*.idx"))
     named = index.relative_to(folder).as_posix()
     assert named in file_listing(folder)
     if listed:
