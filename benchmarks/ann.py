@@ -8,7 +8,8 @@ the call cache) tiled to each size, every copy its base vector plus Gaussian noi
 (``--noise`` per dimension, 0.02 puts a copy at cosine about 0.93 from its base) and
 renormalised. A question's supporting passages are found when any copy of them is
 among the top five rows: R@5 over the samples' questions, for the flat scan (exact,
-``VectorTable`` without an index) and for each index (``VectorTable`` with the spec's
+the top ten by a product in memory, which is what ``VectorTable`` without an index
+returns; its LanceDB scan is timed on ``--flat-timed`` questions) and for each index (``VectorTable`` with the spec's
 ``dense_index.ann`` settings). overlap@10: the share of the flat scan's ten rows the
 index returns. p50 and p95 per question include embedding the question (MiniLM on
 PyTorch, uncached, as an interactive session pays it). Build seconds are the table's
@@ -108,6 +109,8 @@ def main() -> None:
     parser.add_argument("--samples", nargs="+", default=["musique"], choices=list(SAMPLES))
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--flat-timed", type=int, default=5,
+                        help="questions the flat scan is timed on (it is slow at size)")
     args = parser.parse_args()
     _, base, questions, gold = real_vectors(args.samples)
     picked = np.random.default_rng(args.seed).permutation(len(questions))[: args.questions]
@@ -132,7 +135,11 @@ def main() -> None:
             started = time.perf_counter()
             flat = VectorTable.create(Path(folder) / "flat", "chunks", ids, vectors)
             build = time.perf_counter() - started
-            exact, times = measure(flat, questions, encode)
+            # the exact top ten of every question by a product in memory (what the flat
+            # scan returns, at a fraction of its cost); the scan is timed on a few
+            exact = [list(np.argsort(-(vectors @ encode(q)), kind="stable")[:10])
+                     for q in questions]
+            _, times = measure(flat, questions[: args.flat_timed], encode)
             print(f"{rows}  flat  {build:.0f}  {recall_at_5(exact, len(base), gold):.3f}  "
                   f"1.000  {np.percentile(times, 50):.1f}  {np.percentile(times, 95):.1f}",
                   flush=True)

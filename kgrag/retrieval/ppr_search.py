@@ -285,13 +285,18 @@ class PprSearch:
                 ) -> tuple[list[str], Mapping[str, float], dict[str, Any]]:
         mass, dense_order, trace = self.run(question, vector)
         if mass is None:
-            return [self.graph.chunk_ids[j] for j in dense_order], {}, trace
+            return self.chunk_array[dense_order].tolist(), {}, trace
         chunk_mass = mass[len(self.graph.names):]
         dense_rank = np.empty(len(dense_order), dtype=np.int64)
         dense_rank[dense_order] = np.arange(len(dense_order))
         order = np.lexsort((dense_rank, -chunk_mass))
-        ranked = [self.graph.chunk_ids[j] for j in order]
-        return ranked, ChunkMass(self.position, chunk_mass, order), trace
+        return self.chunk_array[order].tolist(), ChunkMass(self.position, chunk_mass, order), trace
+
+    @functools.cached_property
+    def chunk_array(self) -> np.ndarray:
+        """The chunk ids as an array, picked in ranking order in one step (a list built id
+        by id cost a question tens of milliseconds at a million chunks)."""
+        return np.array(self.graph.chunk_ids, dtype=object)
 
     @functools.cached_property
     def position(self) -> dict[str, int]:

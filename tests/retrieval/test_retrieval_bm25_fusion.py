@@ -119,3 +119,17 @@ def test_bm25_sorts_only_the_units_a_question_scores_and_ranks_as_a_full_sort(
     for question in questions:
         assert index.ranked(question) == full[question] and full[question]
         assert sorted_sizes[-1] == len(full[question]) < len(index.ids)
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="reads ../shared/data")
+def test_bm25_scores_are_bm25s_own_to_the_bit():
+    """The postings are summed here (a question's words' columns only): the scores are
+    bm25s's, bit for bit, for questions with repeated, unknown and stop words."""
+    index = Bm25Index(sample_units(30))
+    for question in ["Who founded the company that makes the iPhone?",
+                     "Port Blair port blair Andaman, zebra quagga", "the of is", ""]:
+        words = index.words.tokenize([question], update_vocab=False, return_as="ids",
+                                     show_progress=False)[0]
+        theirs = index.index.get_scores(words) if words else np.zeros(len(index.ids))
+        ours = index.scores(question)
+        assert ours.dtype == np.float32 and ours.tobytes() == theirs.astype(np.float32).tobytes()
