@@ -107,6 +107,11 @@ class Spec:
         return cast("Mapping[str, Any]", self.data["models"])
 
     @property
+    def dense_index(self) -> Mapping[str, Any]:
+        """How the dense index of chunks is searched (an ANN index past a size)."""
+        return self.data["dense_index"]
+
+    @property
     def chunking(self) -> Mapping[str, Any]:
         """Chunk size and overlap."""
         return cast("Mapping[str, Any]", self.data["chunking"])

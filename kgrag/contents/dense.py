@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -11,8 +12,11 @@ from kgrag.store.vectors import VectorTable
 DENSE_TABLE = "chunks"
 
 
-def write_dense(folder: Path, chunk_ids: list[str], vectors: np.ndarray) -> None:
-    VectorTable.create(folder, DENSE_TABLE, chunk_ids, vectors)
+def write_dense(folder: Path, chunk_ids: list[str], vectors: np.ndarray,
+                ann: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The table, with an ANN index when ``ann`` asks for one at this size; returns the
+    index's search settings (None: flat scan)."""
+    return VectorTable.create(folder, DENSE_TABLE, chunk_ids, vectors, ann).ann
 
 
 def open_dense(folder: Path) -> VectorTable:

@@ -50,13 +50,18 @@ def _readers(folder: Path) -> Iterator[tuple[str, Path, Callable[[Path], object]
 
 
 def _scan_table(table: Path) -> None:
-    """Open the table and read every row: a data file gone or cut short fails here."""
+    """Open the table and read every row: a data file gone or cut short fails here. A
+    table with an ANN index (``kgrag.store.vectors``) also answers one search through it,
+    which opens the index's files."""
     import lancedb  # imported where a table is opened, as in kgrag.store.vectors
 
     rows = lancedb.connect(str(table.parent)).open_table(table.name[:-len(LANCE_SUFFIX)])
     scanned = rows.to_arrow()
     if scanned.num_rows != rows.count_rows():
         raise ValueError(f"{scanned.num_rows} rows read, {rows.count_rows()} recorded")
+    if scanned.num_rows and rows.list_indices():
+        first = scanned.column("vector")[0].values.to_numpy()
+        rows.search(first).distance_type("cosine").limit(1).to_arrow()
 
 
 def _read_parquet(path: Path) -> None:

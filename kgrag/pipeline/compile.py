@@ -43,6 +43,7 @@ from kgrag.pipeline.plan import Plan
 from kgrag.retrieval import STRATEGIES, inputs, members, needs
 from kgrag.retrieval.naive import dense_index
 from kgrag.steps import KINDS
+from kgrag.store.vectors import ann_settings
 from kgrag.training import TRAINING_METHODS
 from kgrag.training.split import split_of
 
@@ -138,6 +139,8 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
         config: dict[str, Any] = (
             {"embedder": embedder} if own is None else
             {"embedder": models.identity(models.embedder_model(own)), "model": own})
+        if "ann" in spec.dense_index:  # absent: a flat scan, the landed fingerprints
+            config["ann"] = ann_settings(thaw(spec.dense_index["ann"]))
         plan.add(index, "dense_index", config, {"chunks": "chunks"})
     for _, strategy in strategies:
         declared = STRATEGIES[strategy["strategy"]]

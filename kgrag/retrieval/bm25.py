@@ -34,6 +34,9 @@ class Bm25Index:
         from bm25s.tokenization import Tokenizer as WordSplitter
 
         self.ids = list(units.text)
+        # picked by an index array in one step: a list built id by id cost a common
+        # word's question more than its scoring and sorting at a million chunks
+        self.id_array = np.array(self.ids, dtype=object)
         self.words = WordSplitter(stopwords="english")
         # Word ids, not strings: the splitter's vocabulary is then the index's, and a
         # question's ids index it directly.
@@ -44,16 +47,28 @@ class Bm25Index:
 
     def scores(self, question: str) -> np.ndarray:
         """One score per unit (0 where no question word occurs); words the corpus lacks
-        are ignored."""
+        are ignored. bm25s keeps each word's postings (units and their BM25 terms) as a
+        column of a sparse matrix; a question touches only its words' columns. Each
+        column names a unit once, so adding it by fancy index sums exactly what bm25s's
+        ``np.add.at`` sums, in the same order, at a tenth of its cost for a common word
+        of a million chunks."""
         words = self.words.tokenize([question], update_vocab=False, return_as="ids",
                                     show_progress=False)[0]
-        return self.index.get_scores(words) if words else np.zeros(len(self.ids))
+        postings = self.index.scores
+        scores = np.zeros(postings["num_docs"], dtype=self.index.dtype)
+        for word in words:
+            start, end = postings["indptr"][word], postings["indptr"][word + 1]
+            scores[postings["indices"][start:end]] += postings["data"][start:end]
+        return scores
 
     def ranked(self, question: str) -> list[str]:
-        """Units sharing a word with the question, best first; ties in unit order."""
+        """Units sharing a word with the question, best first; ties in unit order. Only
+        the scored units are sorted: at a million chunks, sorting every score cost a
+        question more than scoring it."""
         scores = self.scores(question)
-        order = np.argsort(-scores, kind="stable")
-        return [self.ids[i] for i in order[: int((scores > 0).sum())]]
+        scored = np.flatnonzero(scores > 0)
+        order = scored[np.argsort(-scores[scored], kind="stable")]
+        return self.id_array[order].tolist()
 
 
 class Bm25Strategy:

@@ -1,4 +1,5 @@
-"""Step ``dense_index``: embed every retrieval unit into a LanceDB table."""
+"""Step ``dense_index``: embed every retrieval unit into a LanceDB table, with an ANN
+index past the spec's ``dense_index.ann.min_rows``."""
 
 from __future__ import annotations
 
@@ -13,5 +14,6 @@ def dense_index(ctx: StepContext) -> None:
     texts = chunks["context"].to_list()
     # the spec's embedder, or a strategy's own (by identity: its config names it)
     vectors = ctx.models.embedder_of(ctx.config["embedder"]).encode(texts)
-    write_dense(ctx.out_dir, chunks["chunk_id"].to_list(), vectors)
-    ctx.notes.update(vectors=len(texts), dim=int(vectors.shape[1]))
+    ann = write_dense(ctx.out_dir, chunks["chunk_id"].to_list(), vectors, ctx.config.get("ann"))
+    ctx.notes.update(vectors=len(texts), dim=int(vectors.shape[1]),
+                     **({"ann": ann["index"]} if ann else {}))

@@ -11,8 +11,9 @@ all the rest of `kgrag validate`.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,15 +23,36 @@ if TYPE_CHECKING:
     import lancedb
 
 
-class VectorTable:
-    """Exact cosine search over unit vectors (a flat scan: at tens of thousands of rows
-    it is both faster to build and more accurate than an ANN index)."""
+# An ANN index's search settings, beside its table: how the index was built and how it
+# is searched belong together (both are in the step's fingerprint), and a reader then
+# needs nothing but the folder.
+ANN_SUFFIX = ".ann.json"
+SEARCH_KEYS = ("index", "nprobes", "ef", "refine_factor")
+# the settings that shape each index type (the others would only split fingerprints)
+BUILD_KEYS = {"ivf_pq": ("partitions", "sub_vectors"),
+              "ivf_hnsw_sq": ("partitions", "m", "ef_construction")}
 
-    def __init__(self, table: lancedb.table.Table) -> None:
-        self._table = table
+
+def ann_settings(ann: dict[str, Any]) -> dict[str, Any]:
+    """The spec's ``dense_index.ann`` without the settings its index type ignores (HNSW's
+    for ivf_pq, PQ's for ivf_hnsw_sq): what the dense index's fingerprint holds."""
+    ignored = {key for keys in BUILD_KEYS.values() for key in keys} - set(
+        BUILD_KEYS[ann["index"]]) | ({"ef"} if ann["index"] == "ivf_pq" else set())
+    return {key: value for key, value in ann.items() if key not in ignored}
+
+
+class VectorTable:
+    """Cosine search over unit vectors: a flat (exact) scan, or past ``ann["min_rows"]``
+    rows an approximate one through a LanceDB ANN index (``create``'s ``ann``, the spec's
+    ``dense_index.ann``). At tens of thousands of rows the flat scan is both faster to
+    build and more accurate; at a million it costs a question about a second."""
+
+    def __init__(self, table: lancedb.table.Table, ann: dict[str, Any] | None = None) -> None:
+        self._table, self.ann = table, ann
 
     @classmethod
-    def create(cls, folder: Path, name: str, ids: list[str], vectors: np.ndarray) -> VectorTable:
+    def create(cls, folder: Path, name: str, ids: list[str], vectors: np.ndarray,
+               ann: dict[str, Any] | None = None) -> VectorTable:
         if len(ids) != len(vectors) or not ids:
             raise KgragError(f"cannot index {len(ids)} ids with {len(vectors)} vectors")
         import lancedb
@@ -42,16 +64,24 @@ class VectorTable:
             "vector": pa.FixedSizeListArray.from_arrays(
                 pa.array(vectors.astype(np.float32).ravel(), pa.float32()), dim),
         })
-        return cls(lancedb.connect(str(folder)).create_table(name, data=data))
+        table = lancedb.connect(str(folder)).create_table(name, data=data)
+        if ann is None or len(ids) <= ann["min_rows"]:
+            return cls(table)
+        _build_index(table, ann)
+        search = {key: ann[key] for key in SEARCH_KEYS if key in ann}
+        (folder / f"{name}{ANN_SUFFIX}").write_text(json.dumps(search, sort_keys=True))
+        return cls(table, search)
 
     @classmethod
     def open(cls, folder: Path, name: str) -> VectorTable:
         import lancedb
 
         try:
-            return cls(lancedb.connect(str(folder)).open_table(name))
+            table = lancedb.connect(str(folder)).open_table(name)
         except (FileNotFoundError, ValueError) as exc:
             raise KgragError(f"no vector table {name!r} in {folder}: {exc}") from exc
+        settings = folder / f"{name}{ANN_SUFFIX}"
+        return cls(table, json.loads(settings.read_text()) if settings.exists() else None)
 
     def __len__(self) -> int:
         return self._table.count_rows()
@@ -73,12 +103,42 @@ class VectorTable:
         return ids, values / np.where(norms > 0, norms, 1.0)
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The ``k`` nearest ids with their cosine similarity, best first."""
+        """The ``k`` nearest ids with their cosine similarity, best first: exact, or
+        through the ANN index with its search settings when the table has one."""
         from lancedb.query import LanceVectorQueryBuilder
 
         query = self._table.search(vector.astype(np.float32), query_type="vector")
         assert isinstance(query, LanceVectorQueryBuilder), "a vector query builds a vector search"
-        result = query.distance_type("cosine").select(["id", "_distance"]).limit(k).to_arrow()
+        query = query.distance_type("cosine")
+        if self.ann is not None:
+            query = query.nprobes(self.ann["nprobes"])
+            if self.ann.get("ef") is not None:
+                query = query.ef(self.ann["ef"])
+            if self.ann.get("refine_factor") is not None:
+                query = query.refine_factor(self.ann["refine_factor"])
+        result = query.select(["id", "_distance"]).limit(k).to_arrow()
         ids = result.column("id").to_pylist()
         distances = result.column("_distance").to_pylist()
         return [(i, 1.0 - d) for i, d in zip(ids, distances)]
+
+
+def _build_index(table: lancedb.table.Table, ann: dict[str, Any]) -> None:
+    """The ANN index ``ann`` describes, on the table's vectors. LanceDB skips an IVF-PQ
+    index it cannot train (fewer rows than PQ's 256 centroids) without a word (the
+    index is listed, holding no rows), and such a table would answer by a flat scan
+    fingerprinted as approximate: so rows left out of the index are an error."""
+    from lancedb.index import IvfHnswSq, IvfPq
+
+    shape = {"num_partitions": ann.get("partitions"), "distance_type": "cosine"}
+    if ann["index"] == "ivf_pq":
+        config: IvfPq | IvfHnswSq = IvfPq(**shape, num_sub_vectors=ann.get("sub_vectors"))
+    else:
+        config = IvfHnswSq(**shape, m=ann["m"], ef_construction=ann["ef_construction"])
+    try:
+        table.create_index("vector", config=config)
+    except (RuntimeError, ValueError) as exc:
+        raise KgragError(f"the {ann['index']} index cannot be built on "
+                         f"{table.count_rows()} rows: {exc}") from exc
+    if sum(index.num_indexed_rows for index in table.list_indices()) < table.count_rows():
+        raise KgragError(f"the {ann['index']} index cannot be built on {table.count_rows()} "
+                         "rows (ivf_pq needs 256 or more); raise dense_index.ann.min_rows")

@@ -172,3 +172,26 @@ def test_the_plan_chunks_the_corpus_only_when_something_reads_chunks(project, mo
     assert beside.queries["t"].inputs == {"corpus": "corpus"}
     assert beside.queries["d"].inputs == {"corpus": "corpus", "chunks": "chunks",
                                           "dense": "dense"}
+
+
+def test_ann_settings_join_the_dense_index_fingerprint_only_when_given(project):
+    """Left out, dense_index.ann keeps the landed plans' fingerprints (a flat scan); given,
+    its settings for the chosen index type are the dense step's, so a change of any of
+    them rebuilds the index and everything that searched it, and nothing else."""
+    query = [{"name": "dense", "strategy": "naive"}, {"name": "bm25", "strategy": "bm25"}]
+    flat = steps(write_spec(project, query=query))
+    assert "ann" not in flat["dense"].config
+    assert steps(write_spec(project, query=query, dense_index={})) == flat
+    hnsw = steps(write_spec(project, query=query, dense_index={"ann": {}}))
+    assert hnsw["dense"].config["ann"] == {"min_rows": 100000, "index": "ivf_hnsw_sq",
+                                           "m": 20, "ef_construction": 300, "nprobes": 20}
+    probes = steps(write_spec(project, query=query, dense_index={"ann": {"nprobes": 40}}))
+    pq = steps(write_spec(project, query=query, dense_index={
+        "ann": {"index": "ivf_pq", "sub_vectors": 48, "m": 8, "refine_factor": 10}}))
+    assert pq["dense"].config["ann"] == {"min_rows": 100000, "index": "ivf_pq",
+                                         "sub_vectors": 48, "nprobes": 20, "refine_factor": 10}
+    changed = {name for name in flat if hnsw[name].fingerprint != flat[name].fingerprint}
+    assert changed == {"dense", "retrieve.dense", "answer.dense", "evaluate"}
+    assert len({p["dense"].fingerprint for p in (flat, hnsw, probes, pq)}) == 4
+    with pytest.raises(KgragError, match="dense_index"):
+        steps(write_spec(project, query=query, dense_index={"ann": {"index": "hnsw"}}))

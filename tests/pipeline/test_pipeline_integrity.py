@@ -215,3 +215,35 @@ def test_a_reused_evaluation_publishes_its_metrics_again(project: Path) -> None:
     assert metrics("coverage") == coverage  # reused, and its metrics.json copied back
     (project / "outputs" / "tiny" / METRICS).unlink()
     assert metrics("coverage") == coverage
+
+
+ANN = {"ann": {"min_rows": 10, "index": "ivf_hnsw_sq", "nprobes": 1000}}
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_a_damaged_ann_index_is_rebuilt_and_answers_as_before(
+        project: Path, caplog: pytest.LogCaptureFixture, listed: bool) -> None:
+    """The dense index past ``dense_index.ann.min_rows`` carries a LanceDB ANN index:
+    its files are listed like the table's, and an index file overwritten (same size, or
+    cut short with the listing gone) makes the step rebuild, with the same answers."""
+    spec = write_spec(project, dense_index=ANN)
+    built, rows, _ = run_with(spec, RuleLLM())
+    folder = project / "outputs" / "tiny" / built["dense"]["artefact"]
+    assert built["dense"]["notes"]["ann"] == "ivf_hnsw_sq"
+    index = min((folder / f"{DENSE_TABLE}.lance" / "_indices").rglob("*.idx"))
+    named = index.relative_to(folder).as_posix()
+    assert named in file_listing(folder)
+    if listed:
+        index.write_bytes(bytes(index.stat().st_size))
+        problem = f"{named} changed"
+    else:
+        (folder / LISTING).unlink()
+        index.write_bytes(index.read_bytes()[:40])
+        problem = f"{LISTING} missing and {DENSE_TABLE}.lance cannot be read ("
+    with caplog.at_level(logging.WARNING):
+        again, rows_again, _ = run_with(spec, RuleLLM())
+    assert f"dense: artefact {folder.name} is damaged ({problem}" in caplog.text
+    assert again["dense"]["status"] == "ran" and damage(folder) is None
+    assert {name for name, s in again.items() if s["status"] != "reused"} == {"dense"}
+    assert sorted((folder / f"{DENSE_TABLE}.lance" / "_indices").rglob("*.idx"))
+    assert rows_again == rows

@@ -12,6 +12,7 @@ from kgrag.retrieval import STRATEGIES, Resources, inputs, load
 from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
 from kgrag.retrieval.fusion import FusionStrategy, reciprocal_rank_fusion
 from kgrag.retrieval.units import Units
+from tests.conftest import SHARED_DATA
 
 TEXTS = {"c1": "# Paris\nParis is the capital of France.",
          "c2": "# Lyon\nLyon is a city in France on the Rhone.",
@@ -83,3 +84,52 @@ def test_fusion_loads_its_members_from_their_own_artefacts(tmp_path: Path):
 def test_fusion_of_names_or_of_a_strategy_without_a_ranking_is_refused(fuse, message):
     with pytest.raises(KgragError, match=message):
         inputs({"name": "rrf", "strategy": "fusion", "fuse": fuse})
+
+
+def sample_units(rows: int) -> Units:
+    """The first ``rows`` questions' paragraphs of the shared musique sample."""
+    import json
+
+    texts = {}
+    for line in (SHARED_DATA / "musique_200.jsonl").read_text().splitlines()[:rows]:
+        for paragraph in json.loads(line)["paragraphs"]:
+            texts[f"c{len(texts)}"] = f"# {paragraph['title']}\n{paragraph['paragraph_text']}"
+    return Units(texts, dict.fromkeys(texts, 100), dict.fromkeys(texts, "d"))
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="reads ../shared/data")
+def test_bm25_sorts_only_the_units_a_question_scores_and_ranks_as_a_full_sort(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: every unit's score sorted per question (at a million chunks, more than the
+    scoring). The ranking is the one of a stable sort of every score, cut at the last
+    unit with a positive score, on real paragraphs."""
+    index = Bm25Index(sample_units(30))
+    questions = ["Who founded the company that makes the iPhone?",
+                 "When was the capital of the Andaman and Nicobar Islands founded?",
+                 "What river flows through the city where the film was made?"]
+    full = {}
+    for question in questions:
+        scores = index.scores(question)
+        order = np.argsort(-scores, kind="stable")
+        full[question] = [index.ids[i] for i in order[: int((scores > 0).sum())]]
+    sorted_sizes = []
+    argsort = np.argsort
+    monkeypatch.setattr(np, "argsort", lambda a, **kw: sorted_sizes.append(len(a))
+                        or argsort(a, **kw))
+    for question in questions:
+        assert index.ranked(question) == full[question] and full[question]
+        assert sorted_sizes[-1] == len(full[question]) < len(index.ids)
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="reads ../shared/data")
+def test_bm25_scores_are_bm25s_own_to_the_bit():
+    """The postings are summed here (a question's words' columns only): the scores are
+    bm25s's, bit for bit, for questions with repeated, unknown and stop words."""
+    index = Bm25Index(sample_units(30))
+    for question in ["Who founded the company that makes the iPhone?",
+                     "Port Blair port blair Andaman, zebra quagga", "the of is", ""]:
+        words = index.words.tokenize([question], update_vocab=False, return_as="ids",
+                                     show_progress=False)[0]
+        theirs = index.index.get_scores(words) if words else np.zeros(len(index.ids))
+        ours = index.scores(question)
+        assert ours.dtype == np.float32 and ours.tobytes() == theirs.astype(np.float32).tobytes()

@@ -25,7 +25,7 @@ from kgrag.models.pipelines import resolve_pipeline
 from kgrag.retrieval import STRATEGIES, Resources
 from kgrag.retrieval.entity_graph import EntityGraph, title_aliases, words
 from kgrag.retrieval.ppr import PprStrategy
-from kgrag.retrieval.ppr_search import NO_SEED, PprSearch
+from kgrag.retrieval.ppr_search import NO_SEED, ChunkMass, PprSearch
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
 from kgrag.retrieval.units import Units
 from kgrag.store.vectors import VectorTable
@@ -299,3 +299,21 @@ def test_load_embeds_names_only_for_the_options_that_need_them(tmp_path: Path):
     # the names outside the fake vocabulary share one axis: synonyms of one another
     assert Counting.calls == 1 and loaded.search.nearest is None
     assert loaded.search.graph.adjacency.nnz > plain
+
+
+def test_chunk_masses_are_read_where_asked_and_match_the_walk():
+    """Was: a dict of every chunk the walk reached, built per question (at a million
+    chunks it cost more than the walk). The mapping holds the same masses, in ranking
+    order, and no entry for a chunk the walk did not reach (c6: no entity, no title)."""
+    chunk_ids = [*CHUNK_IDS, "c6"]
+    sims = np.array([*DENSE, 0.5])
+    matrix = np.stack([sims, np.sqrt(1 - sims**2)], axis=1).astype(np.float32)
+    walk = PprSearch(EntityGraph.build(*tables(), chunk_ids, TITLES), matrix, damping=0.5,
+                     max_iterations=50, dense_seeds=0.0)
+    ranked, scores, _ = walk.scored(QUESTION, QUESTION_VECTOR)
+    mass, _, _ = walk.run(QUESTION, QUESTION_VECTOR)
+    chunk_mass = dict(zip(chunk_ids, mass[len(walk.graph.names):]))
+    expected = {c: float(chunk_mass[c]) for c in ranked if chunk_mass[c] > 0}
+    assert type(scores) is ChunkMass and len(scores) == len(expected) == 5
+    assert list(scores.items()) == list(expected.items())
+    assert scores.get("c6", 0.0) == 0.0 and "c6" not in scores and ranked[-1] == "c6"

@@ -1,0 +1,134 @@
+"""BM25 and PPR per question as the corpus grows: a real graph and index tiled k times.
+
+    PYTHONPATH=. python benchmarks/sparse_scale.py specs/reader/musique.yaml ppr \\
+        [--tiles 1 10 100 300]
+
+Loads the named ``ppr`` entry of a spec whose nlp extraction has run (its graph, dense
+index and chunks), and a BM25 index (``Bm25Index``) of the same chunks. Building a
+million chunks' extraction here takes hours, so larger sizes are a simulation: k copies
+of the real graph and index side by side, with renamed ids. The graph's entity block and
+chunk block are each tiled (entities of every copy first, then chunks, the layout
+``PprSearch`` walks), the chunk vectors repeated, and BM25's term–document matrix
+stacked (every posting list k times longer, the idf unchanged). A question's names link
+to the first copy; every copy is walked. Per size it prints nodes, edges, the load
+(transition built from the tiled adjacency), and the p50/p95 of a whole search per
+question (``PprSearch._scored``: dense similarity, linking, walk, ranking every chunk)
+and of ``Bm25Index.ranked``, questions embedded beforehand (add the embedder's ~10 ms).
+The machine is shared, so times are upper bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from kgrag import api
+from kgrag.contents.corpus import read_questions
+from kgrag.graphs.ppr import Walk
+from kgrag.retrieval.bm25 import Bm25Index
+from kgrag.retrieval.ppr_search import PprSearch
+from kgrag.steps.retrieve import load_strategy
+
+
+def tiled_search(search: PprSearch, k: int) -> PprSearch:
+    """``search`` over k disjoint copies of its graph and chunk vectors."""
+    graph = search.graph
+    n = len(graph.names)
+    a = graph.adjacency
+    eye = sp.identity(k, format="csr")
+    blocks = [[sp.kron(eye, a[:n, :n]), sp.kron(eye, a[:n, n:])],
+              [sp.kron(eye, a[n:, :n]), sp.kron(eye, a[n:, n:])]]
+    tiled = dataclasses.replace(
+        graph, names=[f"{name}#{c}" if c else name for c in range(k) for name in graph.names],
+        chunk_ids=[f"{i}#{c}" for c in range(k) for i in graph.chunk_ids],
+        adjacency=sp.bmat(blocks, format="csr"), mentions=np.tile(graph.mentions, k))
+    copy = object.__new__(PprSearch)
+    copy.__dict__.update({k: v for k, v in search.__dict__.items() if k not in ("position", "chunk_array")})
+    copy.graph, copy.walk = tiled, Walk(tiled.adjacency)
+    copy.chunk_matrix, copy.walked = np.tile(search.chunk_matrix, (k, 1)), {}
+    return copy
+
+
+def tiled_bm25(index: Bm25Index, k: int) -> Bm25Index:
+    """``index`` over k copies of its units: its term–document matrix stacked k times."""
+    scores = index.index.scores
+    matrix = sp.csc_matrix((scores["data"], scores["indices"], scores["indptr"]),
+                           shape=(scores["num_docs"], len(scores["indptr"]) - 1))
+    stacked = sp.vstack([matrix] * k, format="csc")
+    copy = object.__new__(Bm25Index)
+    copy.__dict__.update(index.__dict__)
+    copy.index = object.__new__(type(index.index))
+    copy.index.__dict__.update(index.index.__dict__)
+    copy.index.scores = {**scores, "data": stacked.data, "indices": stacked.indices,
+                         "indptr": stacked.indptr, "num_docs": stacked.shape[0]}
+    copy.ids = [f"{i}#{c}" if c else i for c in range(k) for i in index.ids]
+    copy.id_array = np.array(copy.ids, dtype=object)
+    return copy
+
+
+def built(session: api.Session, name: str) -> Path:
+    """The step's artefact, or else the newest build of a step of that name (one built
+    by an older version of the code: the graph is as real, and this is a timing)."""
+    folder = session.artefact(name)
+    if folder.exists():
+        return folder
+    older = sorted(folder.parent.glob(f"{name}-*"), key=lambda p: p.stat().st_mtime)
+    if not older:
+        raise SystemExit(f"{name} has not been built: run the spec first")
+    print(f"{name}: using {older[-1].name}")
+    return older[-1]
+
+
+def timed(run, items) -> list[float]:
+    times = []
+    for item in items:
+        started = time.perf_counter()
+        run(*item)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("spec")
+    parser.add_argument("entry", help="a ppr entry's name")
+    parser.add_argument("--tiles", type=int, nargs="+", default=[1, 10, 100, 300])
+    parser.add_argument("--questions", type=int, default=50)
+    parser.add_argument("--bm25-only", action="store_true",
+                        help="time BM25 alone (the walk at 300 copies takes minutes)")
+    args = parser.parse_args()
+    session = api.open_session(args.spec)
+    step = next(s for s in session.plan.steps if s.kind == "retrieve"
+                and s.name.split(".", 1)[1].split("@")[0] == args.entry)
+    inputs = {role: built(session, name) for role, name in step.inputs.items()}
+    strategy = load_strategy(step.config, inputs, session.models)
+    search = strategy.search
+    bm25 = Bm25Index(strategy.units)
+    texts = read_questions(built(session, "corpus"))["question"].to_list()[: args.questions]
+    vectors = session.models.embedder_of(step.config["embedder"]).encode(texts)
+    print("copies  chunks  nodes  edges  load_s  ppr_p50  ppr_p95  bm25_p50  bm25_p95")
+    for k in args.tiles:
+        words = tiled_bm25(bm25, k) if k > 1 else bm25
+        ranks = timed(words.ranked, [(t,) for t in texts])
+        bm25_times = f"{statistics.median(ranks):.1f}  {np.percentile(ranks, 95):.1f}"
+        if args.bm25_only:
+            print(f"{k}  {len(words.ids)}  -  -  -  -  -  {bm25_times}", flush=True)
+            continue
+        started = time.perf_counter()
+        big = tiled_search(search, k) if k > 1 else search
+        load = time.perf_counter() - started
+        walks = timed(big._scored, zip(texts, vectors))  # uncached: a question's first walk
+        graph = big.graph
+        print(f"{k}  {len(graph.chunk_ids)}  {graph.adjacency.shape[0]}  "
+              f"{graph.adjacency.nnz // 2}  {load:.1f}  {statistics.median(walks):.0f}  "
+              f"{np.percentile(walks, 95):.0f}  {bm25_times}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Vector tables: a flat scan up to the ANN threshold, a LanceDB ANN index past it, whose
+search settings travel with the table and whose failure to build is an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgrag.errors import KgragError
+from kgrag.store.vectors import ANN_SUFFIX, VectorTable, ann_settings
+
+HNSW = {"min_rows": 100, "index": "ivf_hnsw_sq", "m": 20, "ef_construction": 300,
+        "nprobes": 20}
+
+
+def clustered(rows: int, seed: int = 0) -> np.ndarray:
+    """Unit vectors in 20 clusters, as embeddings of passages on a few topics fall."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(20, 64))
+    vectors = centres[rng.integers(0, 20, rows)] + rng.normal(0, 0.3, (rows, 64))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_past_the_threshold_the_table_is_searched_through_an_index(tmp_path: Path) -> None:
+    vectors = clustered(600)
+    ids = [f"c{i}" for i in range(600)]
+    VectorTable.create(tmp_path, "chunks", ids, vectors, HNSW)
+    table = VectorTable.open(tmp_path, "chunks")
+    assert table.ann == {"index": "ivf_hnsw_sq", "nprobes": 20}
+    assert (tmp_path / f"chunks{ANN_SUFFIX}").exists()
+    assert list((tmp_path / "chunks.lance" / "_indices").rglob("*.idx"))
+    # every partition probed: the index's top hit is the exact one
+    for row in (0, 17, 599):
+        assert table.search(vectors[row], 3)[0][0] == f"c{row}"
+
+
+def test_at_or_below_the_threshold_the_scan_stays_flat(tmp_path: Path) -> None:
+    vectors = clustered(100)
+    table = VectorTable.create(tmp_path, "chunks", [f"c{i}" for i in range(100)], vectors, HNSW)
+    assert table.ann is None and VectorTable.open(tmp_path, "chunks").ann is None
+    assert not (tmp_path / "chunks.lance" / "_indices").exists()
+    exact = np.argsort(-(vectors @ vectors[5]), kind="stable")[:5]
+    assert [i for i, _ in table.search(vectors[5], 5)] == [f"c{i}" for i in exact]
+
+
+def test_an_ivf_pq_index_refined_finds_what_the_flat_scan_finds(tmp_path: Path) -> None:
+    vectors = clustered(1000, seed=1)
+    ids = [f"c{i}" for i in range(1000)]
+    ann = ann_settings({**HNSW, "index": "ivf_pq", "partitions": 4, "sub_vectors": 16,
+                        "nprobes": 4, "refine_factor": 20})
+    assert "m" not in ann and "ef_construction" not in ann and ann["sub_vectors"] == 16
+    table = VectorTable.create(tmp_path, "chunks", ids, vectors, ann)
+    flat = VectorTable.create(tmp_path / "flat", "chunks", ids, vectors)
+    for row in (3, 500):
+        found, exact = table.search(vectors[row], 5), flat.search(vectors[row], 5)
+        assert [i for i, _ in found] == [i for i, _ in exact]
+        assert [s for _, s in found] == pytest.approx([s for _, s in exact], abs=1e-5)
+
+
+def test_an_index_that_cannot_be_trained_is_an_error_not_a_silent_flat_scan(
+        tmp_path: Path) -> None:
+    """LanceDB lists an IVF-PQ index on fewer rows than its 256 centroids, holding none."""
+    with pytest.raises(KgragError, match="ivf_pq index cannot be built on 50 rows"):
+        VectorTable.create(tmp_path, "chunks", [f"c{i}" for i in range(50)], clustered(50),
+                           {**HNSW, "min_rows": 10, "index": "ivf_pq"})
