@@ -1,0 +1,205 @@
+"""What an LLM-free build and its queries cost as the corpus grows: one spec (nlp
+entities, dense with the ``openvino-int8`` embedder, BM25, their fusion and ``ppr``) run
+on each scale corpus of ``benchmarks/scale_corpus.py``, one table for all.
+
+    flock /tmp/kgrag-heavy.lock python benchmarks/scale.py --sizes 1x 10k [--queries 100]
+
+Per size, the build runs as ``kgrag run`` in a child process (so a size's memory is its
+own; its peak is the child's VmHWM, read by ``wait4``), and the table gives, per step,
+the wall seconds per 1,000 chunks, the step's peak RSS (the runner samples it) and its
+artefact's bytes, from each artefact's ``build.json`` (so a step reused from an
+interrupted earlier run still shows what building it cost). A second child opens one
+``kgrag.api`` query session per strategy, against a call cache of its own so that every
+question is embedded anew, and times ``--queries`` questions (the corpus's needle
+questions, then other test-half questions of the shared samples): p50 and p95 per
+strategy, question embedding included. R@5 is the evaluate step's recall@5 of the needle
+questions; the sizes put the same needles among 1× (``1x``), 10× (``10k``) and 100×
+(``100k``) as many distractor passages as their own paragraphs.
+
+Before each size it prints the build time that the largest size measured so far
+predicts, carried linearly. A size whose run is stopped resumes through the artefacts
+and the call cache when run again. The machine is shared with other work unless said
+otherwise: timings are upper bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.scale_corpus import SAMPLES, SIZES, write
+
+STRATEGIES = ("dense", "bm25", "fusion", "ppr")
+SPEC = """\
+# written by benchmarks/scale.py: the LLM-free scale spec over {size}
+name: scale-{size}
+corpus: {{dataset: jsonl, path: documents.jsonl, questions_file: questions.jsonl}}
+chunking: {{size: 256, overlap: 32}}
+models:
+  embedder: {{model: all-MiniLM-L6-v2, backend: openvino-int8}}
+extraction: {{method: nlp}}
+graphs:
+  - {{name: nlp-kg, kind: entities}}
+query:
+  - {{name: dense, strategy: naive, budget_tokens: 2000}}
+  - {{name: bm25, strategy: bm25, budget_tokens: 2000}}
+  - {{name: fusion, strategy: fusion, fuse: [dense, bm25], budget_tokens: 2000}}
+  - {{name: ppr, strategy: ppr, entities: nlp-kg, budget_tokens: 2000}}
+answer: {{questions: 0}}
+evaluate: {{metrics: [recall@5]}}
+{cache}"""
+
+
+def spec_for(size: str, seed: int, data: Path, cache: str = "") -> Path:
+    """The size's corpus folder (written if missing) with its spec; ``cache`` an extra
+    spec section (a query session's own call cache)."""
+    folder = ROOT / "outputs" / "scale-corpus" / size
+    if not (folder / "corpus.json").exists():
+        print(f"writing the {size} corpus ...", flush=True)
+        write(folder, size, seed, data)
+    name = "query-spec.yaml" if cache else "spec.yaml"
+    (folder / name).write_text(SPEC.format(size=size, cache=cache))
+    return folder / name
+
+
+def build(spec: Path) -> dict:
+    """Run the spec in a child process; its wall seconds and peak RSS (VmHWM)."""
+    started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-m", "kgrag.cli", "run", str(spec)], cwd=ROOT)
+    _, status, usage = os.wait4(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"kgrag run {spec} failed (exit {os.waitstatus_to_exitcode(status)})")
+    return {"wall_s": time.perf_counter() - started, "peak_rss_mb": usage.ru_maxrss / 1024}
+
+
+def steps(run_dir: Path) -> list[dict]:
+    """Per artefact of the run: its step, what building it cost and its bytes."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    out = []
+    for step in manifest["steps"]:
+        artefact = run_dir / step["artefact"]
+        record = json.loads((artefact / "build.json").read_text())
+        out.append({"step": step["name"], "wall_s": record["wall_s"],
+                    "peak_rss_mb": record["peak_rss_mb"], "notes": record.get("notes", {}),
+                    "bytes": sum(f.stat().st_size for f in artefact.rglob("*") if f.is_file())})
+    return out
+
+
+def recall(run_dir: Path) -> dict[str, float]:
+    rows = json.loads((run_dir / "metrics.json").read_text())["rows"]
+    return {row["strategy"]: row.get("recall@5") for row in rows}
+
+
+def timing_questions(folder: Path, n: int, seed: int, data: Path) -> list[str]:
+    """``n`` questions: the corpus's needles, then the other test-half questions."""
+    from kgrag.corpus.importers import load_corpus
+    from kgrag.eval.halves import halves
+
+    asked = [json.loads(line)["question"] for line in (folder / "questions.jsonl").open()]
+    for sample, name in SAMPLES.items():
+        questions = load_corpus({"dataset": sample, "path": name, "limit": None,
+                                 "questions": None}, data).questions
+        test = halves(questions["question_id"], seed)["test"]
+        asked += [q for i, q in questions.select("question_id", "question").iter_rows()
+                  if i in test and q not in asked]
+    return asked[:n]
+
+
+def query_session(spec: Path, questions: list[str]) -> dict[str, dict[str, float]]:
+    """p50/p95 milliseconds of ``Querier.retrieve`` per strategy, embedding included."""
+    from kgrag.api import open_query
+
+    out = {}
+    for strategy in STRATEGIES:
+        querier = open_query(spec, strategy, echo=lambda _line: None)
+        querier.retrieve(questions[0])  # the embedder and the index loaded, not timed
+        times = []
+        for question in questions[1:]:
+            started = time.perf_counter()
+            querier.retrieve(question)
+            times.append((time.perf_counter() - started) * 1000)
+        cuts = statistics.quantiles(times, n=20)
+        out[strategy] = {"p50": statistics.median(times), "p95": cuts[18]}
+    return out
+
+
+def measure(size: str, args: argparse.Namespace) -> dict:
+    data = Path(args.data)
+    spec = spec_for(size, args.seed, data)
+    corpus = json.loads((spec.parent / "corpus.json").read_text())
+    whole = build(spec)
+    run_dir = ROOT / "outputs" / f"scale-{size}"
+    cache = ROOT / "outputs" / "scale-query-cache" / f"{size}-{time.time_ns()}"
+    query_spec = spec_for(size, args.seed, data, cache=f"cache: {{dir: {cache}}}\n")
+    questions = timing_questions(spec.parent, args.queries + 1, args.seed, data)
+    probe = subprocess.run([sys.executable, __file__, "--query-session", str(query_spec)],
+                           input=json.dumps(questions), capture_output=True, text=True,
+                           cwd=ROOT, check=True)
+    return {"size": size, "corpus": corpus, "build": whole, "steps": steps(run_dir),
+            "recall@5": recall(run_dir), "query_ms": json.loads(probe.stdout.splitlines()[-1])}
+
+
+def chunks_of(result: dict) -> int:
+    return next(s["notes"]["chunks"] for s in result["steps"] if s["step"] == "chunks")
+
+
+def table(results: list[dict]) -> str:
+    lines = [("| size | chunks | distractors | step | s / 1,000 chunks | peak RSS MB | "
+              "artefact MB | bytes / chunk |"), "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        n = chunks_of(r)
+        where = f"| {r['size']} | {n:,} | {r['corpus']['ratio']}× |"
+        for s in r["steps"]:
+            lines.append(f"{where} {s['step']} | {1000 * s['wall_s'] / n:.2f} | "
+                         f"{s['peak_rss_mb']:.0f} | {s['bytes'] / 2**20:.1f} | "
+                         f"{s['bytes'] / n:,.0f} |")
+        lines.append(f"{where} **whole run** (child VmHWM) | "
+                     f"{1000 * r['build']['wall_s'] / n:.2f} | {r['build']['peak_rss_mb']:.0f} |"
+                     f" {sum(s['bytes'] for s in r['steps']) / 2**20:.1f} | "
+                     f"{sum(s['bytes'] for s in r['steps']) / n:,.0f} |")
+    lines += ["", "| size | strategy | query p50 ms | query p95 ms | R@5 needles |",
+              "|---|---|---|---|---|"]
+    for r in results:
+        for strategy in STRATEGIES:
+            q = r["query_ms"][strategy]
+            r5 = r["recall@5"].get(strategy)
+            lines.append(f"| {r['size']} | {strategy} | {q['p50']:.1f} | {q['p95']:.1f} | "
+                         f"{'-' if r5 is None else f'{r5:.3f}'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", nargs="+", default=["1x", "10k"])
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--query-session", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.query_session:
+        print(json.dumps(query_session(Path(args.query_session), json.loads(sys.stdin.read()))))
+        return
+    results = []
+    out = ROOT / "outputs" / "scale-results.json"
+    for size in args.sizes:
+        if results:
+            last = results[-1]
+            per = last["build"]["wall_s"] / chunks_of(last)
+            print(f"estimate for {size}: {per * SIZES[size] / 60:.0f} min of build, carried "
+                  f"linearly from {last['size']}", flush=True)
+        results.append(measure(size, args))
+        out.write_text(json.dumps(results, indent=1) + "\n")
+        print(table(results), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
