@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -137,6 +138,76 @@ def query_session(spec: Path, questions: list[str]) -> dict[str, dict[str, float
     return out
 
 
+def tile(size: str, copies: int, seed: int, data: Path) -> dict[str, Path]:
+    """The ``size`` run's chunks, dense vectors and extraction repeated ``copies`` times,
+    each copy's chunk, document and entity names suffixed ``~<copy>`` (copy 0 as built),
+    so that the graph grows with the copies rather than merging them; by step name."""
+    import numpy as np
+    import polars as pl
+
+    from kgrag.api import open_session
+    from kgrag.contents.chunks import read_chunks, write_chunks
+    from kgrag.contents.dense import open_dense, write_dense
+    from kgrag.contents.entities import read_entities, read_relationships
+    from kgrag.contents.extraction import read_counts, write_extraction
+
+    session = open_session(spec_for(size, seed, data))
+    out = ROOT / "outputs" / "scale-tiled" / f"{size}x{copies}"
+    folders = {name: out / name for name in ("chunks", "dense", "extract.nlp-kg")}
+    if (out / "done").exists():
+        return folders
+    suffixes = [""] + [f"~{c}" for c in range(1, copies)]
+
+    def renamed(frame: pl.DataFrame, names: list[str], lists: list[str]) -> pl.DataFrame:
+        return pl.concat([frame.with_columns(*(pl.col(n) + s for n in names),
+                                             *(pl.col(n).list.eval(pl.element() + s)
+                                               for n in lists)) for s in suffixes])
+
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    write_chunks(folders["chunks"], renamed(read_chunks(session.artefact("chunks")),
+                                            ["chunk_id", "doc_id"], []))
+    ids, matrix = open_dense(session.artefact("dense")).matrix()
+    write_dense(folders["dense"], [i + s for s in suffixes for i in ids],
+                np.tile(matrix, (copies, 1)))
+    extract = session.artefact("extract.nlp-kg")
+    write_extraction(folders["extract.nlp-kg"], renamed(read_counts(extract), ["chunk_id"], []),
+                     renamed(read_entities(extract), ["name"], ["source_chunk_ids"]),
+                     renamed(read_relationships(extract), ["source", "target"],
+                             ["source_chunk_ids"]))
+    (out / "done").write_text("")
+    return folders
+
+
+def simulated_queries(size: str, copies: int, questions: list[str], seed: int,
+                      data: Path) -> dict[str, dict[str, float]]:
+    """``query_session`` on the tiled artefacts: each strategy loaded from them as a
+    query session loads it, each question embedded anew and retrieved."""
+    from kgrag.api import open_session
+    from kgrag.steps.retrieve import load_strategy
+
+    tiled = tile(size, copies, seed, data)
+    cache = ROOT / "outputs" / "scale-query-cache" / f"tiled-{time.time_ns()}"
+    session = open_session(spec_for(size, seed, data, cache=f"cache: {{dir: {cache}}}\n"))
+    out = {}
+    for strategy in STRATEGIES:
+        step = session.plan.queries[strategy]
+        started = time.perf_counter()
+        loaded = load_strategy(step.config, {role: tiled[dep] for role, dep in step.inputs.items()
+                                             if dep in tiled}, session.models)
+        load_s = time.perf_counter() - started
+        embedder = session.models.embedder_of(step.config["embedder"])
+        loaded.retrieve(questions[0], embedder.encode([questions[0]])[0])
+        times = []
+        for question in questions[1:]:
+            started = time.perf_counter()
+            loaded.retrieve(question, embedder.encode([question])[0])
+            times.append((time.perf_counter() - started) * 1000)
+        out[strategy] = {"p50": statistics.median(times),
+                         "p95": statistics.quantiles(times, n=20)[18], "load_s": load_s}
+    return out
+
+
 def measure(size: str, args: argparse.Namespace) -> dict:
     data = Path(args.data)
     spec = spec_for(size, args.seed, data)
@@ -189,23 +260,41 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--tile", type=int, default=0, metavar="COPIES",
+                        help="no build: time the queries on the first size built, its "
+                             "artefacts repeated COPIES times (a simulation of a larger size)")
     parser.add_argument("--query-session", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.query_session:
         print(json.dumps(query_session(Path(args.query_session), json.loads(sys.stdin.read()))))
         return
-    results = []
+    if args.tile:
+        size, data = args.sizes[0], Path(args.data)
+        started = time.perf_counter()
+        questions = timing_questions(ROOT / "outputs" / "scale-corpus" / size,
+                                     args.queries + 1, args.seed, data)
+        result = simulated_queries(size, args.tile, questions, args.seed, data)
+        print(f"SIMULATION: the {size} run's artefacts tiled {args.tile} times "
+              f"({time.perf_counter() - started:.0f} s, peak RSS "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)")
+        print("| strategy | query p50 ms | query p95 ms | load s |\n|---|---|---|---|")
+        for strategy, q in result.items():
+            print(f"| {strategy} | {q['p50']:.1f} | {q['p95']:.1f} | {q['load_s']:.1f} |")
+        return
+    # cumulative over runs, by size: a size measured before gives the next its estimate
     out = ROOT / "outputs" / "scale-results.json"
+    kept = {r["size"]: r for r in (json.loads(out.read_text()) if out.exists() else [])}
     for size in args.sizes:
-        if results:
-            last = results[-1]
+        built = [r for r in kept.values() if r["size"] != size]
+        if built:
+            last = max(built, key=chunks_of)
             per = last["build"]["wall_s"] / chunks_of(last)
             print(f"estimate for {size}: {per * SIZES[size] / 60:.0f} min of build, carried "
                   f"linearly from {last['size']}", flush=True)
-        results.append(measure(size, args))
+        kept[size] = measure(size, args)
+        results = sorted(kept.values(), key=chunks_of)
         out.write_text(json.dumps(results, indent=1) + "\n")
         print(table(results), flush=True)
-
 
 if __name__ == "__main__":
     main(sys.argv[1:])
