@@ -260,6 +260,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--budget-min", type=float, default=25,
+                        help="skip a size whose estimated build takes longer (minutes)")
     parser.add_argument("--tile", type=int, default=0, metavar="COPIES",
                         help="no build: time the queries on the first size built, its "
                              "artefacts repeated COPIES times (a simulation of a larger size)")
@@ -289,8 +291,12 @@ def main(argv: list[str]) -> None:
         if built:
             last = max(built, key=chunks_of)
             per = last["build"]["wall_s"] / chunks_of(last)
-            print(f"estimate for {size}: {per * SIZES[size] / 60:.0f} min of build, carried "
-                  f"linearly from {last['size']}", flush=True)
+            estimate = per * SIZES[size] / 60
+            print(f"estimate for {size}: {estimate:.0f} min of build, carried linearly from "
+                  f"{last['size']}", flush=True)
+            if estimate > args.budget_min:
+                print(f"skipped {size}: over --budget-min {args.budget_min:g}", flush=True)
+                continue
         kept[size] = measure(size, args)
         results = sorted(kept.values(), key=chunks_of)
         out.write_text(json.dumps(results, indent=1) + "\n")
