@@ -158,7 +158,7 @@ def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = prin
     (None when the corpus has no questions), and writes the run's report."""
     session = open_session(spec_path)
     forced = forced_steps(session.plan, force)
-    check_space(session.spec.resolve(session.spec.corpus["path"]), session.spec.chunking,
+    check_space(session.spec.resolve(session.spec.corpus["path"]),
                 [s.kind for s in session.plan.steps
                  if s.name in forced or not _reusable(session.artefact(s.name))],
                 session.run_dir)

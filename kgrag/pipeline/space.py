@@ -3,11 +3,13 @@ any work: a corpus too large for the disk should be one message at the start, no
 full disk hours into a build (which ``kgrag.errors.writing`` still turns into one
 message, after the work).
 
-The estimate carries the artefact bytes per chunk that ``benchmarks/scale.py`` measured
-(``BYTES_PER_CHUNK``, per step kind; see docs/scale.md) to the chunks the corpus will
-make, guessed from its bytes on disk at ``TEXT_BYTES_PER_TOKEN`` bytes a token of the
-chunk stride. Only the steps that will run count (a reused artefact is already on the
-disk), and the call cache, wherever it lives, is not counted.
+The estimate carries the artefact bytes per corpus token that ``benchmarks/scale.py``
+measured (``BYTES_PER_TOKEN``, per step kind; see docs/scale.md) to the tokens the
+corpus holds, guessed from its bytes on disk at ``TEXT_BYTES_PER_TOKEN``. They were
+measured on passages of about one chunk each; longer documents fill their chunks, so need
+fewer bytes per token, and the estimate errs on the safe side. Only the steps that will
+run count (a reused artefact is already on the disk); the call cache, wherever it lives,
+is not counted.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from pathlib import Path
 
 from kgrag.errors import KgragError
 
-# Artefact bytes per chunk of the step kinds an LLM-free build at scale runs, measured at
-# 10,000 chunks (docs/scale.md); a kind not listed counts as ``OTHER_BYTES_PER_CHUNK``.
-BYTES_PER_CHUNK = {"import": 1_300, "chunk": 2_600, "dense_index": 1_700, "extract": 6_000}
-OTHER_BYTES_PER_CHUNK = 500
+# Artefact bytes per corpus token of the step kinds an LLM-free build runs, measured on
+# the 1,953-chunk scale corpus (docs/scale.md); a kind not listed: OTHER_BYTES_PER_TOKEN.
+BYTES_PER_TOKEN = {"import": 1.6, "chunk": 3.1, "extract": 9.9, "dense_index": 12.0}
+OTHER_BYTES_PER_TOKEN = 0.5
 TEXT_BYTES_PER_TOKEN = 4  # English text in a file, JSON quoting included, per WordPiece token
 MARGIN = 1.2  # the estimate is of the order of the need, not its last byte
 
@@ -41,13 +43,11 @@ def corpus_bytes(path: Path) -> int:
     return total
 
 
-def needed_bytes(corpus_size: int, chunking: dict, kinds: Iterable[str]) -> int:
+def needed_bytes(corpus_size: int, kinds: Iterable[str]) -> int:
     """Bytes the artefacts of step kinds ``kinds`` take for a corpus of ``corpus_size``
-    bytes, chunked as ``chunking`` says (a chunk starts every size − overlap tokens)."""
-    stride = max(chunking["size"] - chunking["overlap"], 1)
-    chunks = corpus_size / (TEXT_BYTES_PER_TOKEN * stride)
-    per_chunk = sum(BYTES_PER_CHUNK.get(kind, OTHER_BYTES_PER_CHUNK) for kind in kinds)
-    return int(MARGIN * chunks * per_chunk)
+    bytes."""
+    per_token = sum(BYTES_PER_TOKEN.get(kind, OTHER_BYTES_PER_TOKEN) for kind in kinds)
+    return int(MARGIN * corpus_size / TEXT_BYTES_PER_TOKEN * per_token)
 
 
 def _existing(folder: Path) -> Path:
@@ -57,10 +57,10 @@ def _existing(folder: Path) -> Path:
     return folder
 
 
-def check_space(corpus: Path, chunking: dict, kinds: Iterable[str], run_dir: Path) -> None:
+def check_space(corpus: Path, kinds: Iterable[str], run_dir: Path) -> None:
     """Refuse a run whose outputs will not fit on ``run_dir``'s disk, naming the corpus
     and the space needed, before any work."""
-    need = needed_bytes(corpus_bytes(corpus), chunking, list(kinds))
+    need = needed_bytes(corpus_bytes(corpus), kinds)
     free = shutil.disk_usage(_existing(run_dir)).free
     if need > free:
         raise KgragError(

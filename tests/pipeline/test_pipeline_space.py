@@ -40,10 +40,8 @@ def test_a_corpus_too_large_for_the_disk_is_refused_before_any_work(
 
 
 def test_the_need_grows_with_the_corpus_and_counts_only_the_steps_that_run() -> None:
-    chunking = {"size": 256, "overlap": 32}
     every = ["import", "chunk", "dense_index", "extract", "retrieve"]
-    small = space.needed_bytes(10**6, chunking, every)
-    assert space.needed_bytes(10**9, chunking, every) == pytest.approx(1000 * small, rel=1e-3)
-    assert space.needed_bytes(10**9, chunking, ["retrieve"]) < space.needed_bytes(
-        10**9, chunking, every) / 10
-    assert space.needed_bytes(10**9, chunking, []) == 0
+    small = space.needed_bytes(10**6, every)
+    assert space.needed_bytes(10**9, every) == pytest.approx(1000 * small, rel=1e-3)
+    assert space.needed_bytes(10**9, ["retrieve"]) < space.needed_bytes(10**9, every) / 10
+    assert space.needed_bytes(10**9, []) == 0
