@@ -120,13 +120,27 @@ def timing_questions(folder: Path, n: int, seed: int, data: Path) -> list[str]:
     return asked[:n]
 
 
-def query_session(spec: Path, questions: list[str]) -> dict[str, dict[str, float]]:
+def fresh_cache(size: str, seed: int, data: Path) -> Path:
+    """The size's spec with a call cache of its own, empty: every question it embeds is
+    embedded anew (a spec per strategy, or the strategies after the first would find
+    the first's question vectors). The build's exported embedder is linked in, so that
+    it is not exported (and calibrated) again."""
+    from kgrag.configuration import default_cache_dir
+
+    cache = ROOT / "outputs" / "scale-query-cache" / f"{size}-{time.time_ns()}"
+    cache.mkdir(parents=True)
+    (cache / "exported-embedders").symlink_to(default_cache_dir() / "exported-embedders")
+    return spec_for(size, seed, data, cache=f"cache: {{dir: {cache}}}\n")
+
+
+def query_session(size: str, seed: int, data: Path,
+                  questions: list[str]) -> dict[str, dict[str, float]]:
     """p50/p95 milliseconds of ``Querier.retrieve`` per strategy, embedding included."""
     from kgrag.api import open_query
 
     out = {}
     for strategy in STRATEGIES:
-        querier = open_query(spec, strategy, echo=lambda _line: None)
+        querier = open_query(fresh_cache(size, seed, data), strategy, echo=lambda _line: None)
         querier.retrieve(questions[0])  # the embedder and the index loaded, not timed
         times = []
         for question in questions[1:]:
@@ -187,10 +201,9 @@ def simulated_queries(size: str, copies: int, questions: list[str], seed: int,
     from kgrag.steps.retrieve import load_strategy
 
     tiled = tile(size, copies, seed, data)
-    cache = ROOT / "outputs" / "scale-query-cache" / f"tiled-{time.time_ns()}"
-    session = open_session(spec_for(size, seed, data, cache=f"cache: {{dir: {cache}}}\n"))
     out = {}
     for strategy in STRATEGIES:
+        session = open_session(fresh_cache(size, seed, data))
         step = session.plan.queries[strategy]
         started = time.perf_counter()
         loaded = load_strategy(step.config, {role: tiled[dep] for role, dep in step.inputs.items()
@@ -214,10 +227,9 @@ def measure(size: str, args: argparse.Namespace) -> dict:
     corpus = json.loads((spec.parent / "corpus.json").read_text())
     whole = build(spec)
     run_dir = ROOT / "outputs" / f"scale-{size}"
-    cache = ROOT / "outputs" / "scale-query-cache" / f"{size}-{time.time_ns()}"
-    query_spec = spec_for(size, args.seed, data, cache=f"cache: {{dir: {cache}}}\n")
     questions = timing_questions(spec.parent, args.queries + 1, args.seed, data)
-    probe = subprocess.run([sys.executable, __file__, "--query-session", str(query_spec)],
+    probe = subprocess.run([sys.executable, __file__, "--query-session", size,
+                            "--seed", str(args.seed), "--data", args.data],
                            input=json.dumps(questions), capture_output=True, text=True,
                            cwd=ROOT, check=True)
     return {"size": size, "corpus": corpus, "build": whole, "steps": steps(run_dir),
@@ -268,7 +280,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--query-session", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.query_session:
-        print(json.dumps(query_session(Path(args.query_session), json.loads(sys.stdin.read()))))
+        print(json.dumps(query_session(args.query_session, args.seed, Path(args.data),
+                                       json.loads(sys.stdin.read()))))
         return
     if args.tile:
         size, data = args.sizes[0], Path(args.data)
