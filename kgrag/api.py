@@ -39,7 +39,8 @@ from kgrag.pipeline.graph_export import (
 from kgrag.pipeline.integrity import damage
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan, Step
-from kgrag.pipeline.runner import run_plan
+from kgrag.pipeline.runner import forced_steps, run_plan
+from kgrag.pipeline.space import check_space
 from kgrag.spec import Spec, load_spec
 from kgrag.spec.starter import Starter, write_starter
 from kgrag.steps import KINDS
@@ -155,6 +156,11 @@ def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = prin
     """Run a spec, reusing every artefact that is still valid; returns manifest and metrics
     (None when the corpus has no questions), and writes the run's report."""
     session = open_session(spec_path)
+    forced = forced_steps(session.plan, force)
+    check_space(session.spec.resolve(session.spec.corpus["path"]),
+                [s.kind for s in session.plan.steps
+                 if s.name in forced or not _reusable(session.artefact(s.name))],
+                session.run_dir)
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
                         run_dir=session.run_dir, force=force, echo=echo)
     from kgrag.report.page import write_report  # plotly: only once a run is done

@@ -29,6 +29,8 @@ from kgrag.corpus.sentences import split_sentences
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 
+TOKENIZE_BATCH = 1_000  # documents tokenised together: their offsets are held at once
+
 CHUNK_SCHEMA: dict[str, pl.DataType] = {
     "chunk_id": pl.String(),
     "doc_id": pl.String(),
@@ -45,28 +47,31 @@ def chunk_documents(
 ) -> pl.DataFrame:
     """Chunk every document of a corpus into token windows (see the module docstring).
 
-    All documents are tokenised in one parallel ``encode_batch`` call, so a few
-    thousand paragraphs chunk in well under a second.
+    Documents are tokenised ``TOKENIZE_BATCH`` at a time, each batch in one parallel
+    ``encode_batch`` call, so a few thousand paragraphs chunk in well under a second and
+    the token offsets held at once stay bounded whatever the corpus's size.
     """
     if size < 1 or overlap < 0 or overlap >= size:
         raise KgragError(
             f"chunking needs size >= 1 and 0 <= overlap < size, got size={size}, "
             f"overlap={overlap}; lower chunking.overlap or raise chunking.size"
         )
-    texts = documents["text"].to_list()
     rows: dict[str, list[object]] = {column: [] for column in CHUNK_SCHEMA}
-    for doc_id, text, offsets in zip(
-        documents["doc_id"].to_list(), texts, tokenizer.offsets_many(texts)
-    ):
-        for idx, (first, stop) in enumerate(_windows(text, offsets, size, overlap)):
-            start, end = offsets[first][0], offsets[stop - 1][1]
-            rows["chunk_id"].append(f"{doc_id}:{idx}")
-            rows["doc_id"].append(doc_id)
-            rows["idx"].append(idx)
-            rows["text"].append(text[start:end])
-            rows["n_tokens"].append(stop - first)
-            rows["start"].append(start)
-            rows["end"].append(end)
+    # a batch's token offsets are Python tuples, tens of KB per chunk: held one batch at
+    # a time, so that chunking a million documents does not hold all of theirs at once
+    for batch in documents.select("doc_id", "text").iter_slices(TOKENIZE_BATCH):
+        texts = batch["text"].to_list()
+        for doc_id, text, offsets in zip(batch["doc_id"].to_list(), texts,
+                                         tokenizer.offsets_many(texts)):
+            for idx, (first, stop) in enumerate(_windows(text, offsets, size, overlap)):
+                start, end = offsets[first][0], offsets[stop - 1][1]
+                rows["chunk_id"].append(f"{doc_id}:{idx}")
+                rows["doc_id"].append(doc_id)
+                rows["idx"].append(idx)
+                rows["text"].append(text[start:end])
+                rows["n_tokens"].append(stop - first)
+                rows["start"].append(start)
+                rows["end"].append(end)
     return pl.DataFrame(rows, schema=CHUNK_SCHEMA)
 
 

@@ -15,6 +15,8 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from kgrag.errors import KgragError
 
+BATCH = 1_000  # texts encoded in one parallel call by the *_many methods
+
 
 class Tokenizer:
     """Counts tokens and reports token offsets for plain text.
@@ -48,9 +50,13 @@ class Tokenizer:
         return len(self._backend.encode(text, add_special_tokens=False).ids)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Return token counts for many texts in one parallel batch."""
-        encodings = self._backend.encode_batch(list(texts), add_special_tokens=False)
-        return [len(encoding.ids) for encoding in encodings]
+        """Return token counts for many texts, ``BATCH`` at a time in one parallel call
+        each: an encoding holds every token's id, string and offsets, so a million texts'
+        encodings at once would take tens of GB."""
+        texts = list(texts)
+        return [len(encoding.ids) for at in range(0, len(texts), BATCH)
+                for encoding in self._backend.encode_batch(texts[at:at + BATCH],
+                                                           add_special_tokens=False)]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Return the (start, end) character span of each token of ``text``."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from kgrag.corpus import Tokenizer, chunk_documents, load_corpus
+from kgrag.corpus import Tokenizer, chunk_documents, chunking, load_corpus
 from kgrag.corpus.sentences import split_sentences
 from kgrag.errors import KgragError
 
@@ -111,3 +111,24 @@ def test_empty_frame(tokenizer: Tokenizer):
     chunks = chunk_documents(documents(), tokenizer, size=64, overlap=8)
     assert chunks.is_empty()
     assert chunks.columns == ["chunk_id", "doc_id", "idx", "text", "n_tokens", "start", "end"]
+
+
+def test_a_large_corpus_is_tokenised_in_bounded_batches(musique_documents: pl.DataFrame,
+                                                        tokenizer: Tokenizer,
+                                                        monkeypatch: pytest.MonkeyPatch):
+    """Every document's token offsets at once are tens of KB per chunk of Python tuples
+    (31 KB at 10,000 chunks, docs/scale.md): the chunker holds one batch's, and cuts
+    the same chunks as it did holding all. Was: one call for the whole corpus."""
+    whole = chunk_documents(musique_documents, tokenizer, size=64, overlap=16)
+    asked: list[int] = []
+    offsets_many = tokenizer.offsets_many
+
+    def counted(texts: list[str]) -> list[list[tuple[int, int]]]:
+        asked.append(len(texts))
+        return offsets_many(texts)
+
+    monkeypatch.setattr(tokenizer, "offsets_many", counted)
+    monkeypatch.setattr(chunking, "TOKENIZE_BATCH", 500)
+    batched = chunk_documents(musique_documents, tokenizer, size=64, overlap=16)
+    assert max(asked) == 500 and sum(asked) == musique_documents.height
+    assert batched.equals(whole)
