@@ -12,6 +12,6 @@ def dense_index(ctx: StepContext) -> None:
     chunks = read_chunks(ctx.input("chunks"), ["chunk_id", "context"])
     texts = chunks["context"].to_list()
     # the spec's embedder, or a strategy's own (by identity: its config names it)
-    vectors = ctx.models.embedder_of(ctx.config["embedder"]).encode(texts)
+    vectors = ctx.models.embedder_of(ctx.config["embedder"]).encode(texts, ctx.executor)
     write_dense(ctx.out_dir, chunks["chunk_id"].to_list(), vectors)
     ctx.notes.update(vectors=len(texts), dim=int(vectors.shape[1]))
