@@ -272,7 +272,7 @@ class WorkPool:
                     self.lost += 1
                     if self.lost > LOSSES_ALLOWED:
                         raise KgragError(
-                            f"{self.lost} Ray worker processes were lost in one step (last: "
+                            f"lost {self.lost} Ray worker processes in one step (the last: "
                             f"{type(exc).__name__}); run again to resume: the batches done "
                             "are cached") from None
                 continue

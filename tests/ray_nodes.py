@@ -1,0 +1,102 @@
+"""A Ray cluster of one-CPU nodes on this machine, started as a user starts one (``ray
+start --head``, then ``ray start --address``), for the tests and benchmarks that need
+real nodes.
+
+Each node is a ``ray start … --block`` in a process group of its own, so that stopping
+the cluster stops its processes and no other (``ray stop`` would stop every Ray
+instance of the machine's user). Ray's session files go to a short temporary folder
+(its socket paths have a length cap).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+RAY = Path(sys.executable).with_name("ray")
+REPO = Path(__file__).resolve().parents[1]
+START_TIMEOUT_S = 120
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _start(*args: str, log: Path) -> subprocess.Popen:
+    """``ray start … --block`` of one CPU, in a new process group; its workers import this
+    checkout."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0"}
+    with log.open("w") as out:
+        return subprocess.Popen([str(RAY), "start", *args, "--num-cpus", "1", "--block",
+                                 "--disable-usage-stats"], env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(node: subprocess.Popen) -> None:
+    """The node's process group: SIGTERM (the launcher stops its processes), then
+    SIGKILL for whatever outlived it."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(node.pid, sig)
+            node.wait(15)
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(node.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _wait(ready, log: Path, deadline: float) -> None:
+    while not ready():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"a Ray node did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.5)
+
+
+def _answers(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+@contextmanager
+def ray_nodes(count: int) -> Iterator[str]:
+    """A head and ``count - 1`` more nodes of one CPU each on 127.0.0.1, this process
+    connected to them; their address. Stopped, and disconnected, at the end."""
+    import ray
+
+    port = free_port()
+    temp = Path(tempfile.mkdtemp(prefix="kgrag-ray-", dir="/tmp"))
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + START_TIMEOUT_S
+    nodes = [_start("--head", "--port", str(port), "--temp-dir", str(temp),
+                    "--include-dashboard", "false", log=temp / "node0.log")]
+    try:
+        _wait(lambda: _answers(port), temp / "node0.log", deadline)
+        nodes += [_start("--address", address, log=temp / f"node{k}.log")
+                  for k in range(1, count)]
+        ray.init(address=address, log_to_driver=False)
+        _wait(lambda: ray.cluster_resources().get("CPU", 0) >= count,
+              temp / f"node{count - 1}.log", deadline)
+        yield address
+    finally:
+        ray.shutdown()
+        for node in reversed(nodes):
+            _stop(node)
+        shutil.rmtree(temp, ignore_errors=True)
