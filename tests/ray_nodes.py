@@ -75,12 +75,18 @@ def _answers(port: int) -> bool:
         return False
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 @contextmanager
 def ray_nodes(count: int) -> Iterator[str]:
     """A head and ``count - 1`` more nodes of one CPU each on 127.0.0.1, this process
-    connected to them; their address. Stopped, and disconnected, at the end."""
+    connected to them; their address. Stopped, and disconnected, at the end, also when
+    this process is told to stop (SIGTERM, as ``timeout`` sends it)."""
     import ray
 
+    before = signal.signal(signal.SIGTERM, _terminated)
     port = free_port()
     temp = Path(tempfile.mkdtemp(prefix="kgrag-ray-", dir="/tmp"))
     address = f"127.0.0.1:{port}"
@@ -100,3 +106,4 @@ def ray_nodes(count: int) -> Iterator[str]:
         for node in reversed(nodes):
             _stop(node)
         shutil.rmtree(temp, ignore_errors=True)
+        signal.signal(signal.SIGTERM, before)
