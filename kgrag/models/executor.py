@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import queue
 import socket
 import threading
@@ -256,7 +255,6 @@ class WorkPool:
             self._idle.put(actor)
         self._counting = threading.Lock()
         self.placements: list[str] = []  # the node of each batch computed
-        self.pids: list[int] = []  # the worker process of each
         self.lost = 0
 
     def compute(self, inputs: list[Any]) -> list[Any]:
@@ -264,7 +262,7 @@ class WorkPool:
         while True:
             actor = self._idle.get()
             try:
-                node, pid, outputs = self.ray.get(actor.compute.remote(inputs))
+                node, outputs = self.ray.get(actor.compute.remote(inputs))
             except self.ray.exceptions.RayTaskError as exc:  # raised by the work: as itself
                 raise exc.cause from None
             except self.ray.exceptions.RayError as exc:
@@ -280,7 +278,6 @@ class WorkPool:
                 self._idle.put(actor)
             with self._counting:
                 self.placements.append(node)
-                self.pids.append(pid)
             return outputs
 
     def close(self) -> None:
@@ -294,11 +291,11 @@ class BatchWorker:
     def __init__(self, work: Work) -> None:
         self.work = work
 
-    def compute(self, inputs: list[Any]) -> tuple[str, int, list[Any]]:
-        """Where it ran (node id, process id) and ``work(inputs)``."""
+    def compute(self, inputs: list[Any]) -> tuple[str, list[Any]]:
+        """Where it ran (the node's id) and ``work(inputs)``."""
         import ray
 
-        return ray.get_runtime_context().get_node_id(), os.getpid(), self.work(inputs)
+        return ray.get_runtime_context().get_node_id(), self.work(inputs)
 
 
 class ModelWorker:
