@@ -6,10 +6,14 @@ Each node is a ``ray start … --block`` in a process group of its own, so that 
 the cluster stops its processes and no other (``ray stop`` would stop every Ray
 instance of the machine's user). Ray's session files go to a short temporary folder
 (its socket paths have a length cap).
+
+``DyingParser`` is here too: the workers unpickle it, so it must live in a module they
+import by this name (a test module is imported by pytest under another).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -21,6 +25,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from kgrag.graphs.nlp_extraction import Parser
+from kgrag.models.pipelines import ResolvedPipeline
 
 RAY = Path(sys.executable).with_name("ray")
 REPO = Path(__file__).resolve().parents[1]
@@ -36,7 +43,8 @@ def free_port() -> int:
 def _start(*args: str, log: Path) -> subprocess.Popen:
     """``ray start … --block`` of one CPU, in a new process group; its workers import this
     checkout."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_AUTH_MODE": "disabled"}  # whatever token a user's ~/.ray holds
     with log.open("w") as out:
         return subprocess.Popen([str(RAY), "start", *args, "--num-cpus", "1", "--block",
                                  "--disable-usage-stats"], env=env, stdout=out,
@@ -107,3 +115,21 @@ def ray_nodes(count: int) -> Iterator[str]:
             _stop(node)
         shutil.rmtree(temp, ignore_errors=True)
         signal.signal(signal.SIGTERM, before)
+
+
+class DyingParser(Parser):
+    """The parser, whose worker process dies (SIGKILL) the first time it is handed the
+    batch that holds ``doomed``; it logs each batch it begins, by its first text."""
+
+    def __init__(self, pipeline: ResolvedPipeline, doomed: str, folder: Path) -> None:
+        super().__init__(pipeline)
+        self.doomed, self.folder = doomed, folder
+
+    def __call__(self, chunks: list[tuple[str, str | None]]) -> list[dict]:
+        with (self.folder / "begun").open("a") as log:
+            log.write(json.dumps(chunks[0][0]) + "\n")
+        died = self.folder / "died"
+        if any(text == self.doomed for text, _ in chunks) and not died.exists():
+            died.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().__call__(chunks)

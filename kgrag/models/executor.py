@@ -54,6 +54,7 @@ import logging
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol, TypeVar
@@ -74,6 +75,7 @@ Watch = Callable[[Iterable[Any]], Iterable[Any]]
 PROBE_TIMEOUT_S = 5.0  # for the address's port to accept a connection at all
 CONNECT_TIMEOUT_S = 60.0  # for ray.init to join the cluster behind it
 LOSSES_ALLOWED = 3  # worker processes lost in one map_work before it gives up
+RESTART_TIMEOUT_S = 120.0  # for Ray to restart a lost worker (a process, its imports)
 
 
 def unwatched(results: Iterable[R]) -> Iterable[R]:
@@ -273,12 +275,26 @@ class WorkPool:
                             f"lost {self.lost} Ray worker processes in one step (the last: "
                             f"{type(exc).__name__}); run again to resume: the batches done "
                             "are cached") from None
+                self._restarted(actor)
                 continue
             finally:
                 self._idle.put(actor)
             with self._counting:
                 self.placements.append(node)
             return outputs
+
+    def _restarted(self, actor: Any) -> None:
+        """Wait while Ray restarts a lost actor (a call meanwhile would fail, and count
+        as another loss); one dead for good fails its next call at once."""
+        deadline = time.monotonic() + RESTART_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                self.ray.get(actor.__ray_ready__.remote())
+                return
+            except self.ray.exceptions.ActorUnavailableError:
+                time.sleep(0.2)
+            except self.ray.exceptions.RayError:
+                return
 
     def close(self) -> None:
         for actor in self.actors:

@@ -9,8 +9,6 @@ The nodes run on this machine (127.0.0.1), started and stopped by ``tests.ray_no
 from __future__ import annotations
 
 import json
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,15 +19,15 @@ from kgrag import api, cli
 from kgrag.contents.dense import open_dense
 from kgrag.contents.metrics import read_metrics
 from kgrag.errors import KgragError
-from kgrag.graphs.nlp_extraction import BATCH_SIZE, Chunk, NlpExtractor, Parser
+from kgrag.graphs.nlp_extraction import BATCH_SIZE, Chunk, NlpExtractor
 from kgrag.models import executor as executors
 from kgrag.models.cache import CallCache
 from kgrag.models.executor import RayExecutor
-from kgrag.models.pipelines import ResolvedPipeline, resolve_pipeline
+from kgrag.models.pipelines import resolve_pipeline
 from kgrag.pipeline.integrity import file_listing
 from kgrag.pipeline.runner import run_plan
 from tests.conftest import SHARED_DATA, make_project, write_spec
-from tests.ray_nodes import RAY, ray_nodes
+from tests.ray_nodes import RAY, DyingParser, ray_nodes
 
 ray = pytest.importorskip("ray")
 
@@ -121,33 +119,16 @@ def untimed(session: api.Session) -> list[dict]:
 
 
 def wiki_chunks() -> list[Chunk]:
-    """Real paragraphs, titled: three batches."""
-    chunks = []
+    """Distinct real paragraphs, titled: three batches."""
+    chunks: dict[tuple[str, str], Chunk] = {}
     with (SHARED_DATA / "2wiki_200.jsonl").open() as handle:
         for line in handle:
             for title, sentences in json.loads(line)["context"]:
-                chunks.append(Chunk(f"c{len(chunks)}", " ".join(sentences), title))
+                text = " ".join(sentences)
+                chunks.setdefault((title, text), Chunk(f"c{len(chunks)}", text, title))
             if len(chunks) >= 3 * BATCH_SIZE:
-                return chunks[:3 * BATCH_SIZE]
-    return chunks
-
-
-class DyingParser(Parser):
-    """The parser, whose worker process dies (SIGKILL) the first time it is handed the
-    batch that holds ``doomed``; it logs each batch it begins, by its first text."""
-
-    def __init__(self, pipeline: ResolvedPipeline, doomed: str, folder: Path) -> None:
-        super().__init__(pipeline)
-        self.doomed, self.folder = doomed, folder
-
-    def __call__(self, chunks: list[tuple[str, str | None]]) -> list[dict]:
-        with (self.folder / "begun").open("a") as log:
-            log.write(json.dumps(chunks[0][0]) + "\n")
-        died = self.folder / "died"
-        if any(text == self.doomed for text, _ in chunks) and not died.exists():
-            died.touch()
-            os.kill(os.getpid(), signal.SIGKILL)
-        return super().__call__(chunks)
+                break
+    return list(chunks.values())[:3 * BATCH_SIZE]
 
 
 def dying(extractor: NlpExtractor, chunks: list[Chunk], batch: int, folder: Path) -> list[str]:
