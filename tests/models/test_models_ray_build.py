@@ -104,7 +104,7 @@ def test_two_nodes_build_what_one_process_builds(tmp_path: Path, cluster: str) -
     assert len(set(work.placements)) == 2 and work.lost == 0  # both nodes computed
     for step in local_steps:
         assert ray_steps[step]["fingerprint"] == local_steps[step]["fingerprint"]
-        assert ray_steps[step]["notes"] == local_steps[step]["notes"], step
+        assert ray_steps[step].get("notes") == local_steps[step].get("notes"), step
     assert parquet_files(on_ray, "extract.kg") == parquet_files(local, "extract.kg")
     local_ids, local_vectors = open_dense(local.artefact("dense")).matrix()
     ray_ids, ray_vectors = open_dense(on_ray.artefact("dense")).matrix()
