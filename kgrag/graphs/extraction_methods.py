@@ -30,6 +30,7 @@ from kgrag.graphs.nlp_extraction import (
     Chunk,
     NlpExtractor,
 )
+from kgrag.models.executor import LocalExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,6 +44,7 @@ class Run(Protocol):
 
     models: Any
     notes: dict[str, Any]
+    executor: Any  # where work that calls no LLM runs (``kgrag.models.executor``)
 
     def map_calls(self, role: str, task: Callable[[Any, T], R], items: Sequence[T], *,
                   desc: str, unit: str) -> list[R]: ...
@@ -56,7 +58,7 @@ class Inline:
     passages of one question."""
 
     def __init__(self, models: Any) -> None:
-        self.models = models
+        self.models, self.executor = models, LocalExecutor()
         self.notes: dict[str, Any] = {}
 
     def map_calls(self, role: str, task: Callable[[Any, T], R], items: Sequence[T], *,
@@ -96,7 +98,7 @@ def _extract_llm(chunks: list[Chunk], cfg: Config, run: Run) -> list[Extraction]
 def _extract_nlp(chunks: list[Chunk], cfg: Config, run: Run) -> list[Extraction]:
     """The spaCy pipeline on each chunk's text; the title counts only where the unit
     shows it, as the LLM would see it only there."""
-    extractor = NlpExtractor(run.models.pipeline, run.models.cache)
+    extractor = NlpExtractor(run.models.pipeline, run.models.cache, executor=run.executor)
     extractions = extractor.extract(
         chunks, lambda docs, total: run.progress(docs, total=total, desc="extract", unit="chunk"))
     run.notes.update(parsed=extractor.parsed, parse_cache_hits=extractor.cache_hits)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -48,6 +48,7 @@ from kgrag.graphs.mentions import (
 from kgrag.graphs.merge import add_relationship
 from kgrag.graphs.names import single_spaces
 from kgrag.models.cache import CallCache, request_key
+from kgrag.models.executor import Executor, LocalExecutor
 from kgrag.models.pipelines import ResolvedPipeline, load_pipeline
 
 NLP_EXTRACTOR_VERSION = "2"  # bump when a rule here or in mentions.py changes its output
@@ -178,19 +179,45 @@ class Chunk:
         return self.text if self.title is None else f"# {self.title}\n{self.text}"
 
 
+class Parser:
+    """The work of parsing a batch: a chunk's (text, title) to its cache payload, spaCy
+    loaded on the first batch. It travels pickled, unloaded, to Ray workers
+    (``kgrag.models.executor``), each of which loads its own copy once."""
+
+    def __init__(self, pipeline: ResolvedPipeline,
+                 load: Callable[[ResolvedPipeline], Any] = load_pipeline) -> None:
+        self.pipeline, self._load = pipeline, load
+        self._nlp: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_nlp": None}
+
+    def __call__(self, chunks: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
+        if self._nlp is None:
+            self._nlp = self._load(self.pipeline)
+        docs = self._nlp.pipe((text for text, _ in chunks), batch_size=BATCH_SIZE)
+        return [_payload(*extract_parse(doc, title)) for doc, (_, title) in zip(docs, chunks)]
+
+
 class NlpExtractor:
     """Extracts chunks through the shared call cache; only unseen chunks are parsed.
 
     The key holds the pipeline's identity (name, version, spaCy version), the
     extractor's version, the text and the title, so a warm rerun never loads spaCy
     and a changed rule (a new ``NLP_EXTRACTOR_VERSION``) never replays stale
-    results. Misses are parsed together with ``nlp.pipe`` for throughput.
+    results. The distinct keys go in batches of ``BATCH_SIZE``, in chunk order, through
+    ``executor.map_work`` (in this process, or on Ray workers): each batch's misses are
+    parsed together with ``nlp.pipe`` and stored before the batch counts as done, so a
+    stopped run loses one batch per worker at most. The batches are the same wherever
+    they run, so the payloads are too.
     """
 
     def __init__(self, pipeline: ResolvedPipeline, cache: CallCache,
-                 load: Callable[[ResolvedPipeline], Any] = load_pipeline) -> None:
-        self.pipeline, self.cache, self._load = pipeline, cache, load
-        self._nlp: Any = None
+                 load: Callable[[ResolvedPipeline], Any] = load_pipeline,
+                 executor: Executor | None = None) -> None:
+        self.pipeline, self.cache = pipeline, cache
+        self.parser = Parser(pipeline, load)
+        self.executor = executor or LocalExecutor()
         self.parsed = 0
         self.cache_hits = 0
 
@@ -201,25 +228,32 @@ class NlpExtractor:
 
     def extract(self, chunks: Sequence[Chunk], progress: Callable[[Iterable, int], Iterable]
                 = lambda items, total: items) -> list[Extraction]:
-        """One ``Extraction`` per chunk, in order; ``progress`` wraps the parses."""
+        """One ``Extraction`` per chunk, in order; ``progress`` counts the chunks as their
+        batches finish."""
         keys = [self._key(c) for c in chunks]
-        found = self.cache.get_many(keys, self.pipeline.name)
-        missing = [k for k, payload in enumerate(found) if payload is None]
-        self.cache_hits += len(chunks) - len(missing)
-        if missing:
-            if self._nlp is None:
-                self._nlp = self._load(self.pipeline)
-            docs = self._nlp.pipe((chunks[k].text for k in missing), batch_size=BATCH_SIZE)
-            new = []
-            for k, doc in zip(missing, progress(docs, len(missing))):
-                payload = _payload(*extract_parse(doc, chunks[k].title))
-                found[k] = payload
-                new.append((keys[k], payload))
-            self.cache.set_many(new)
-            self.parsed += len(missing)
-        filled = [payload for payload in found if payload is not None]  # none is missing now
-        return [_extraction(c.chunk_id, payload)
-                for c, payload in zip(chunks, filled, strict=True)]
+        first = dict(zip(keys, chunks))  # a key's chunks have one text and title
+        distinct = list(first)
+        batches = [distinct[k:k + BATCH_SIZE] for k in range(0, len(distinct), BATCH_SIZE)]
+
+        def parse(work: Any, batch: list[str]) -> list[tuple[dict[str, Any], bool]]:
+            payloads, computed = self.cache.get_or_compute_many(
+                batch, self.pipeline.name,
+                lambda todo: work([(first[batch[i]].text, first[batch[i]].title)
+                                   for i in todo]))
+            return list(zip(payloads, computed))
+
+        def each_chunk(batches_done: Iterable[list]) -> Iterator[None]:
+            for done in batches_done:
+                yield from (None for _ in done)
+
+        results = self.executor.map_work(self.parser, parse, batches,
+                                         lambda done: progress(each_chunk(done), len(distinct)))
+        found = {key: payload for batch, parsed in zip(batches, results)
+                 for key, (payload, _) in zip(batch, parsed)}
+        parsed_now = sum(computed for parsed in results for _, computed in parsed)
+        self.parsed += parsed_now
+        self.cache_hits += len(chunks) - parsed_now
+        return [_extraction(c.chunk_id, found[key]) for c, key in zip(chunks, keys)]
 
 
 def _payload(entities: tuple[Entity, ...], relationships: tuple[Relationship, ...],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from kgrag.errors import KgragError
 from kgrag.models.backend import EmbedBackend
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.embed_backends import TORCH, backend
+from kgrag.models.executor import Executor, LocalExecutor, Work
 from kgrag.models.usage import CountedCache, Usage
 from kgrag.progress import Progress
 
@@ -49,6 +51,10 @@ class SentenceTransformerBackend:
                 raise KgragError(f"cannot load embedder {self.settings.path}: {exc}") from exc
         return self._model
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy sent to a Ray worker loads its own model."""
+        return {**self.__dict__, "_model": None}
+
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit-length float32 vectors, so inner product is cosine similarity."""
         return self.model().encode(
@@ -78,40 +84,59 @@ class CachedEmbedder:
         return request_key("embed", {"model_sha256": self.settings.sha256, "normalize": True,
                                      "text": text, **chosen})
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], executor: Executor | None = None) -> np.ndarray:
         """Vectors for ``texts`` in order, a batch of ``batch_size`` texts at a time.
 
         Each batch's misses are claimed in the cache, encoded in one backend call and
-        stored before the next batch begins, so a kill loses at most one batch's work,
-        and a second process embedding the same texts waits for this one's vectors
-        instead of computing them again (``CallCache.get_or_compute_many``). The
+        stored before the batch counts as done, so a kill loses at most one batch's work
+        per worker, and a second process embedding the same texts waits for this one's
+        vectors instead of computing them again (``CallCache.get_or_compute_many``). The
         distinct texts are batched longest first, as sentence-transformers orders the
         texts of one call, so that a batch pads its texts to a length near their own
         (small batches of mixed lengths would spend much of their time on padding).
-        Progress is reported per batch (a hundred thousand sentences take minutes).
+        ``executor`` (this process by default) computes the batches' misses: on Ray,
+        several batches at once, each by a worker's own copy of the backend; the batches
+        are the same, so the vectors are too. Progress is reported per batch (a hundred
+        thousand sentences take minutes).
         """
         unique = sorted(dict.fromkeys(texts), key=len, reverse=True)
-        vectors: dict[str, np.ndarray] = {}
-        report = Progress("embed", len(unique), unit="text")
         size = self.settings.batch_size
-        for start in range(0, len(unique), size):
-            batch = unique[start:start + size]
-            vectors.update(zip(batch, self._encode_batch(batch)))
-            report.tick(len(batch))
+        batches = [unique[start:start + size] for start in range(0, len(unique), size)]
+        report = Progress("embed", len(unique), unit="text")
+
+        def counted(done: Iterable[list[np.ndarray]]) -> Iterator[None]:
+            for batch in done:
+                report.tick(len(batch))
+                yield None
+
+        encoded = (executor or LocalExecutor()).map_work(
+            Encoding(self.backend), self._encode_batch, batches, counted)
         report.close()
+        vectors = {text: vector for batch, found in zip(batches, encoded)
+                   for text, vector in zip(batch, found)}
         self.calls.repeated(len(texts) - len(unique))  # repeats of a text in hand
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([vectors[t] for t in texts])
 
-    def _encode_batch(self, texts: list[str]) -> list[np.ndarray]:
-        """The vectors of distinct ``texts``, from the cache or computed and stored."""
-        def compute(todo: list[int]) -> list[dict[str, Any]]:
-            encoded = self.backend.encode([texts[i] for i in todo])
-            return [{"vector": base64.b64encode(vec.tobytes()).decode()} for vec in encoded]
-
-        found, _ = self.calls.many([self._key(t) for t in texts], compute)
+    def _encode_batch(self, work: Work, texts: list[str]) -> list[np.ndarray]:
+        """The vectors of distinct ``texts``, from the cache or computed by ``work`` and
+        stored."""
+        found, _ = self.calls.many([self._key(t) for t in texts],
+                                   lambda todo: work([texts[i] for i in todo]))
         return [np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32) for f in found]
+
+
+class Encoding:
+    """The work of embedding a batch: texts to their cache payloads, by ``backend`` (which
+    loads its model on its first batch, once per Ray worker it is sent to)."""
+
+    def __init__(self, backend: EmbedBackend) -> None:
+        self.backend = backend
+
+    def __call__(self, texts: list[str]) -> list[dict[str, Any]]:
+        return [{"vector": base64.b64encode(vec.tobytes()).decode()}
+                for vec in self.backend.encode(texts)]
 
 
 def runner(settings: EmbedderSettings, cache: CallCache) -> EmbedBackend:

@@ -129,6 +129,10 @@ class ExportedBackend:
         self._config: ModuleConfig | None = None
         self._tokenise: Callable[[list[str]], dict[str, np.ndarray]] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy sent to a Ray worker loads its own model and tokenizer."""
+        return {**self.__dict__, "_run": None, "_config": None, "_tokenise": None}
+
     def load(self) -> None:
         """Export (once) and load the model, and its tokenizer."""
         if self._run is not None:

@@ -20,6 +20,14 @@ usage counters; only where a call the cache cannot answer is computed differs.
   run, never what they return.
 * ``progress`` wraps the results as they come in (a bar, or a line in a log).
 
+The same contract holds for work that calls no LLM (spaCy's parses, the embedder's
+vectors): ``executor.map_work(work, task, items, progress)`` returns ``[task(work_i,
+item) for item in items]``, where ``work`` computes a batch's outputs from its inputs
+(``work(inputs) -> outputs``: picklable, loading its model on its first call) and every
+``work_i`` computes what ``work`` computes. ``task`` looks its item's keys up in the
+call cache, hands only the misses to ``work_i`` and stores what comes back, before the
+next item; so a batch, once returned, is paid for once, whatever happens after.
+
 ``ray`` runs up to ``workers`` tasks at a time on threads of this process. Each call
 that misses the cache goes to an idle Ray actor of that model, ``workers`` of them per
 model, each loading the model once, on its first call. Which actor computes a call does
@@ -29,6 +37,14 @@ all reused never starts it), from the calling thread: a local instance's process
 die with the thread that started them. An address that does not answer is one
 ``KgragError`` within ``CONNECT_TIMEOUT_S``; completed artefacts and calls are kept
 as always. The actors start at a model's first cache miss.
+
+``map_work`` on ``ray`` starts ``workers`` actors holding a copy of ``work`` each (each
+loads its model once), for the length of the map, and sends each item's misses to an
+idle one. Before that it stops the LLM actors: an actor holds a CPU, and the next
+step's actors would otherwise wait for one forever (the LLM actors start again at the
+next miss). A worker process that dies mid-batch is restarted by Ray and its batch
+sent again, up to ``LOSSES_ALLOWED`` times per map; past that the map ends with one
+``KgragError``, and a rerun resumes from the batches the cache holds.
 """
 
 from __future__ import annotations
@@ -38,6 +54,7 @@ import logging
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol, TypeVar
@@ -51,10 +68,14 @@ from kgrag.models.registry import file_sha256
 T = TypeVar("T")
 R = TypeVar("R")
 Task = Callable[[CachedLLM, T], R]
+Work = Callable[[list[Any]], list[Any]]  # a batch's outputs from its inputs
+WorkTask = Callable[[Work, T], R]
 Watch = Callable[[Iterable[Any]], Iterable[Any]]
 
 PROBE_TIMEOUT_S = 5.0  # for the address's port to accept a connection at all
 CONNECT_TIMEOUT_S = 60.0  # for ray.init to join the cluster behind it
+LOSSES_ALLOWED = 3  # worker processes lost in one map_work before it gives up
+RESTART_TIMEOUT_S = 120.0  # for Ray to restart a lost worker (a process, its imports)
 
 
 def unwatched(results: Iterable[R]) -> Iterable[R]:
@@ -66,6 +87,10 @@ class Executor(Protocol):
             progress: Watch = unwatched) -> list[R]:
         """``task(llm, item)`` for every item, in item order (see the module docstring)."""
 
+    def map_work(self, work: Work, task: WorkTask[T, R], items: Sequence[T],
+                 progress: Watch = unwatched) -> list[R]:
+        """``task(work, item)`` for every item, in item order (see the module docstring)."""
+
 
 class LocalExecutor:
     """Today's loop: one task after another, in this process."""
@@ -73,6 +98,19 @@ class LocalExecutor:
     def map(self, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
             progress: Watch = unwatched) -> list[R]:
         return list(progress(task(llm, item) for item in items))
+
+    def map_work(self, work: Work, task: WorkTask[T, R], items: Sequence[T],
+                 progress: Watch = unwatched) -> list[R]:
+        results: list[R] = []
+
+        def each() -> Iterator[R]:
+            for item in items:
+                results.append(task(work, item))
+                yield results[-1]
+
+        for _ in progress(each()):
+            pass
+        return results
 
 
 class ThreadedExecutor:
@@ -88,20 +126,46 @@ class ThreadedExecutor:
             progress: Watch = unwatched) -> list[R]:
         return _threaded(self.workers, llm, task, items, progress)
 
+    def map_work(self, work: Work, task: WorkTask[T, R], items: Sequence[T],
+                 progress: Watch = unwatched) -> list[R]:
+        """In this process: the threads are for a model server's requests."""
+        return LocalExecutor().map_work(work, task, items, progress)
+
 
 class RayExecutor:
-    """``workers`` tasks at a time; their cache misses computed by Ray actors."""
+    """``workers`` tasks at a time; their cache misses computed by Ray actors.
+
+    ``placements`` lists the Ray node of every batch ``map_work`` had computed, in the
+    order they came back, and ``lost`` the worker processes lost meanwhile: what a
+    benchmark or a test reads to see where the work ran."""
 
     def __init__(self, address: str | None, workers: int) -> None:
         self.address, self.workers = address, workers
         self._pools: dict[str, ActorPool] = {}  # by model sha256
         self._lock = threading.Lock()
+        self.placements: list[str] = []
+        self.lost = 0
 
     def map(self, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
             progress: Watch = unwatched) -> list[R]:
         ray = _connected(self.address, self.workers)
         remote = llm.computing_with(RemoteBackend(functools.partial(self._pool, ray, llm)))
         return _threaded(self.workers, remote, task, items, progress)
+
+    def map_work(self, work: Work, task: WorkTask[T, R], items: Sequence[T],
+                 progress: Watch = unwatched) -> list[R]:
+        ray = _connected(self.address, self.workers)
+        with self._lock:  # their CPUs, for this map's actors
+            for pool in self._pools.values():
+                pool.close()
+            self._pools.clear()
+        pool = WorkPool(ray, work, self.workers)
+        try:
+            return _threaded(self.workers, pool.compute, task, items, progress)
+        finally:
+            pool.close()
+            self.placements += pool.placements
+            self.lost += pool.lost
 
     def _pool(self, ray: Any, llm: CachedLLM) -> ActorPool:
         """The actors of ``llm``'s model, started on first use."""
@@ -112,12 +176,13 @@ class RayExecutor:
             return self._pools[llm.settings.sha256]
 
 
-def _threaded(workers: int, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
+def _threaded(workers: int, computes: Any, task: Callable[[Any, T], R], items: Sequence[T],
               progress: Watch) -> list[R]:
-    """``task(llm, item)`` for every item, ``workers`` at a time, results in item order;
-    the first failure cancels what has not started and is raised."""
+    """``task(computes, item)`` for every item, ``workers`` at a time, results in item
+    order; the first failure cancels what has not started and is raised (the tasks
+    running then finish, and what they computed is stored)."""
     with ThreadPoolExecutor(workers, thread_name_prefix="kgrag-calls") as threads:
-        futures = [threads.submit(task, llm, item) for item in items]
+        futures = [threads.submit(task, computes, item) for item in items]
         try:
             for _ in progress(_as_completed(futures)):
                 pass
@@ -127,14 +192,13 @@ def _threaded(workers: int, llm: CachedLLM, task: Task[T, R], items: Sequence[T]
     return [future.result() for future in futures]
 
 
-def _as_completed(futures: list[Future]) -> Iterator[None]:
-    """One item per future as it finishes; the first failure is raised at once."""
+def _as_completed(futures: list[Future]) -> Iterator[Any]:
+    """Each future's result as it finishes; the first failure is raised at once."""
     pending = set(futures)
     while pending:
         done, pending = wait(pending, return_when=FIRST_COMPLETED)
         for future in done:
-            future.result()
-            yield None
+            yield future.result()
 
 
 class RemoteBackend:
@@ -173,6 +237,82 @@ class ActorPool:
                              "again to resume: completed calls are cached") from None
         finally:
             self._idle.put(actor)
+
+    def close(self) -> None:
+        """Stop the actors (a later miss starts a new pool)."""
+        while not self._idle.empty():
+            self.ray.kill(self._idle.get())
+
+
+class WorkPool:
+    """``size`` Ray actors each holding a copy of one ``Work``; a batch takes an idle
+    one. A batch whose worker process dies goes to an actor again (Ray restarts the
+    lost one), ``LOSSES_ALLOWED`` times per pool."""
+
+    def __init__(self, ray: Any, work: Work, size: int) -> None:
+        self.ray = ray
+        worker = ray.remote(num_cpus=1, max_restarts=LOSSES_ALLOWED)(BatchWorker)
+        self.actors = [worker.remote(work) for _ in range(size)]
+        self._idle: queue.Queue = queue.Queue()
+        for actor in self.actors:
+            self._idle.put(actor)
+        self._counting = threading.Lock()
+        self.placements: list[str] = []  # the node of each batch computed
+        self.lost = 0
+
+    def compute(self, inputs: list[Any]) -> list[Any]:
+        """``work(inputs)``, on an idle actor."""
+        while True:
+            actor = self._idle.get()
+            try:
+                node, outputs = self.ray.get(actor.compute.remote(inputs))
+            except self.ray.exceptions.RayTaskError as exc:  # raised by the work: as itself
+                raise exc.cause from None
+            except self.ray.exceptions.RayError as exc:
+                with self._counting:
+                    self.lost += 1
+                    if self.lost > LOSSES_ALLOWED:
+                        raise KgragError(
+                            f"lost {self.lost} Ray worker processes in one step (the last: "
+                            f"{type(exc).__name__}); run again to resume: the batches done "
+                            "are cached") from None
+                self._restarted(actor)
+                continue
+            finally:
+                self._idle.put(actor)
+            with self._counting:
+                self.placements.append(node)
+            return outputs
+
+    def _restarted(self, actor: Any) -> None:
+        """Wait while Ray restarts a lost actor (a call meanwhile would fail, and count
+        as another loss); one dead for good fails its next call at once."""
+        deadline = time.monotonic() + RESTART_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                self.ray.get(actor.__ray_ready__.remote())
+                return
+            except self.ray.exceptions.ActorUnavailableError:
+                time.sleep(0.2)
+            except self.ray.exceptions.RayError:
+                return
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor, no_restart=True)
+
+
+class BatchWorker:
+    """A Ray actor's body: one ``Work`` (its model loaded on the first batch)."""
+
+    def __init__(self, work: Work) -> None:
+        self.work = work
+
+    def compute(self, inputs: list[Any]) -> tuple[str, list[Any]]:
+        """Where it ran (the node's id) and ``work(inputs)``."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), self.work(inputs)
 
 
 class ModelWorker:

@@ -13,7 +13,7 @@ def dense_index(ctx: StepContext) -> None:
     chunks = read_chunks(ctx.input("chunks"), ["chunk_id", "context"])
     texts = chunks["context"].to_list()
     # the spec's embedder, or a strategy's own (by identity: its config names it)
-    vectors = ctx.models.embedder_of(ctx.config["embedder"]).encode(texts)
+    vectors = ctx.models.embedder_of(ctx.config["embedder"]).encode(texts, ctx.executor)
     ann = write_dense(ctx.out_dir, chunks["chunk_id"].to_list(), vectors, ctx.config.get("ann"))
     ctx.notes.update(vectors=len(texts), dim=int(vectors.shape[1]),
                      **({"ann": ann["index"]} if ann else {}))

@@ -53,6 +53,12 @@ class StepContext:
     def config(self) -> dict[str, Any]:
         return self.step.config
 
+    @property
+    def executor(self) -> Any:
+        """Where the step's work that calls no LLM runs (spaCy's parses, the embedder's
+        vectors): the spec's executor (``kgrag.models.executor``)."""
+        return self.models.executor
+
     def input(self, role: str) -> Path:
         """The artefact folder of the upstream step playing ``role`` (e.g. "chunks")."""
         return self.inputs[role]
