@@ -109,7 +109,7 @@ class Spec:
     @property
     def dense_index(self) -> Mapping[str, Any]:
         """How the dense index of chunks is searched (an ANN index past a size)."""
-        return self.data["dense_index"]
+        return cast("Mapping[str, Any]", self.data["dense_index"])
 
     @property
     def chunking(self) -> Mapping[str, Any]:

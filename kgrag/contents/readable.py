@@ -54,6 +54,7 @@ def _scan_table(table: Path) -> None:
     table with an ANN index (``kgrag.store.vectors``) also answers one search through it,
     which opens the index's files."""
     import lancedb  # imported where a table is opened, as in kgrag.store.vectors
+    from lancedb.query import LanceVectorQueryBuilder
 
     rows = lancedb.connect(str(table.parent)).open_table(table.name[:-len(LANCE_SUFFIX)])
     scanned = rows.to_arrow()
@@ -61,7 +62,9 @@ def _scan_table(table: Path) -> None:
         raise ValueError(f"{scanned.num_rows} rows read, {rows.count_rows()} recorded")
     if scanned.num_rows and rows.list_indices():
         first = scanned.column("vector")[0].values.to_numpy()
-        rows.search(first).distance_type("cosine").limit(1).to_arrow()
+        query = rows.search(first, query_type="vector")
+        assert isinstance(query, LanceVectorQueryBuilder), "a vector query builds a vector search"
+        query.distance_type("cosine").limit(1).to_arrow()
 
 
 def _read_parquet(path: Path) -> None:

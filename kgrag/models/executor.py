@@ -156,8 +156,8 @@ class RayExecutor:
                  progress: Watch = unwatched) -> list[R]:
         ray = _connected(self.address, self.workers)
         with self._lock:  # their CPUs, for this map's actors
-            for pool in self._pools.values():
-                pool.close()
+            for llm_pool in self._pools.values():
+                llm_pool.close()
             self._pools.clear()
         pool = WorkPool(ray, work, self.workers)
         try:

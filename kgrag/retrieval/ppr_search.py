@@ -271,9 +271,10 @@ class PprSearch:
                                            for s, w in zip(seeds.nodes, weights)}}
         entity_mass = mass[:n_entities].copy()
         entity_mass[seeds.nodes] = 0.0  # the seeds are listed already
-        top = [int(i) for i in np.argsort(-entity_mass, kind="stable")[:REACHED]
-               if entity_mass[i] > 0]
-        trace["reached"] = {self.graph.names[i]: round(float(entity_mass[i]), 8) for i in top}
+        reached = [int(i) for i in np.argsort(-entity_mass, kind="stable")[:REACHED]
+                   if entity_mass[i] > 0]
+        trace["reached"] = {self.graph.names[i]: round(float(entity_mass[i]), 8)
+                            for i in reached}
         if seeds.nearest:
             trace["nearest"] = seeds.nearest
         return mass, dense_order, trace

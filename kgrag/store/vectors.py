@@ -129,16 +129,18 @@ def _build_index(table: lancedb.table.Table, ann: dict[str, Any]) -> None:
     fingerprinted as approximate: so rows left out of the index are an error."""
     from lancedb.index import IvfHnswSq, IvfPq
 
-    shape = {"num_partitions": ann.get("partitions"), "distance_type": "cosine"}
+    partitions: int | None = ann.get("partitions")
     if ann["index"] == "ivf_pq":
-        config: IvfPq | IvfHnswSq = IvfPq(**shape, num_sub_vectors=ann.get("sub_vectors"))
+        config: IvfPq | IvfHnswSq = IvfPq(distance_type="cosine", num_partitions=partitions,
+                                          num_sub_vectors=ann.get("sub_vectors"))
     else:
-        config = IvfHnswSq(**shape, m=ann["m"], ef_construction=ann["ef_construction"])
+        config = IvfHnswSq(distance_type="cosine", num_partitions=partitions, m=ann["m"],
+                           ef_construction=ann["ef_construction"])
     try:
         table.create_index("vector", config=config)
     except (RuntimeError, ValueError) as exc:
         raise KgragError(f"the {ann['index']} index cannot be built on "
                          f"{table.count_rows()} rows: {exc}") from exc
-    if sum(index.num_indexed_rows for index in table.list_indices()) < table.count_rows():
+    if sum(index.num_indexed_rows or 0 for index in table.list_indices()) < table.count_rows():
         raise KgragError(f"the {ann['index']} index cannot be built on {table.count_rows()} "
                          "rows (ivf_pq needs 256 or more); raise dense_index.ann.min_rows")
