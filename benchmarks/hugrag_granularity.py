@@ -32,13 +32,14 @@ import numpy as np
 import polars as pl
 
 from kgrag import api
+from kgrag.answer.matching import f1_score
 from kgrag.contents.answers import read_answers
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.corpus import read_questions, read_sentences
 from kgrag.contents.entities import read_entities
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.eval.halves import HALVES, halves
-from kgrag.eval.metrics import context_recall, f1_score
+from kgrag.eval.metrics import context_recall
 from kgrag.eval.registry import EvidenceSpans, StrategyRun, score_strategy
 from kgrag.eval.structure import gold_nodes, structural_metrics
 from kgrag.retrieval.hugrag_search import hybrid_scores, mmr

@@ -38,13 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kgrag import api
 from kgrag.answer import INSUFFICIENT
+from kgrag.answer.matching import exact_match, f1_score
 from kgrag.answer.parts import context_parts
 from kgrag.answer.reader import read
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import read_retrieved
 from kgrag.eval.halves import halves
-from kgrag.eval.metrics import covers, exact_match, f1_score
+from kgrag.eval.metrics import covers
 from kgrag.pipeline.runner import run_plan
 from kgrag.steps.answer import gold_parts
 

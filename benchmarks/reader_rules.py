@@ -51,9 +51,9 @@ from kgrag import api
 from kgrag.answer import INSUFFICIENT
 from kgrag.answer.extractive import DEFAULT_CANDIDATES, extractive_answer, nearest
 from kgrag.answer.generate import completion_prompt
+from kgrag.answer.matching import f1_score
 from kgrag.answer.reader import read
 from kgrag.answer.spans import YES_NO, Candidate, candidates, read_question
-from kgrag.eval.metrics import f1_score
 
 POOL = 10_000  # candidates per context "without limit"
 

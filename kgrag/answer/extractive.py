@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 from kgrag.answer.generate import INSUFFICIENT, MAX_CITATIONS, answer, completion_prompt
 from kgrag.answer.hygiene import mend
+from kgrag.answer.matching import f1_score
 from kgrag.answer.spans import YES_NO, Candidate, candidates, read_question, units_holding
-from kgrag.eval.metrics import f1_score
 from kgrag.models.llm import CachedLLM, Score
 
 DEFAULT_CANDIDATES = 24

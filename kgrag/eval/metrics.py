@@ -3,7 +3,8 @@
 EM / F1 follow the SQuAD evaluation script's normalisation (lower case, no
 punctuation, no articles, single spaces), take the maximum over the gold
 answer and its aliases, and, as in HotpotQA's and KET-RAG's scripts, give F1 0
-when a yes / no / no-answer prediction and gold disagree.
+when a yes / no / no-answer prediction and gold disagree (``kgrag.answer.matching``,
+which the reader matches its own answers with too).
 
 Citation precision and recall compare the documents of the units an answer cites with
 the question's supporting documents (a unit supports when its document does).
@@ -15,46 +16,15 @@ the spans of gold sentences, so it needs no LLM judge.
 from __future__ import annotations
 
 import bisect
-import re
-import string
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans("", "", string.punctuation)
-_SPECIAL = {"yes", "no", "noanswer"}
+from kgrag.answer.matching import normalize_answer
 
 Span = tuple[str, int, int]
 """(doc_id, start, end): the characters ``text[start:end]`` of one document."""
-
-
-def normalize_answer(text: str) -> str:
-    text = text.lower().translate(_PUNCT)
-    return " ".join(_ARTICLES.sub(" ", text).split())
-
-
-def exact_match(prediction: str, golds: Sequence[str]) -> float:
-    pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(g) for g in golds))
-
-
-def _f1(prediction: str, gold: str) -> float:
-    pred, ref = normalize_answer(prediction), normalize_answer(gold)
-    if (pred in _SPECIAL or ref in _SPECIAL) and pred != ref:
-        return 0.0
-    pred_tokens, ref_tokens = pred.split(), ref.split()
-    common = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(pred_tokens), common / len(ref_tokens)
-    return 2 * precision * recall / (precision + recall)
-
-
-def f1_score(prediction: str, golds: Sequence[str]) -> float:
-    return max((_f1(prediction, g) for g in golds), default=0.0)
 
 
 def covers(context: str, golds: Sequence[str]) -> float:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from kgrag.answer.matching import exact_match, f1_score
 from kgrag.errors import KgragError
 from kgrag.eval.builds import extraction_figures
 from kgrag.eval.gold import gold_scores
@@ -30,8 +31,6 @@ from kgrag.eval.metrics import (
     citation_recall,
     context_recall,
     covers,
-    exact_match,
-    f1_score,
     hit,
     micro_f1,
     recall_at_k,

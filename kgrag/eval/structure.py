@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kgrag.eval.metrics import normalize_answer
+from kgrag.answer.matching import normalize_answer
 
 
 def gold_nodes(names: Iterable[str], gold_sentences: Sequence[str]) -> set[str]:

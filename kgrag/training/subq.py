@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import mean, median
 
-from kgrag.eval.metrics import exact_match
+from kgrag.answer.matching import exact_match
 from kgrag.models.llm import CachedLLM
 from kgrag.training.ras_text import (
     NO_RETRIEVAL,

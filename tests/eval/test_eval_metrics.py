@@ -5,13 +5,11 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from kgrag.answer.matching import exact_match, f1_score, normalize_answer
 from kgrag.errors import KgragError
 from kgrag.eval.metrics import (
     context_recall,
     covers,
-    exact_match,
-    f1_score,
-    normalize_answer,
     percentile,
     recall_at_k,
 )

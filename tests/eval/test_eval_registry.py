@@ -8,7 +8,7 @@ import re
 import polars as pl
 import pytest
 
-from kgrag.eval.metrics import normalize_answer
+from kgrag.answer.matching import normalize_answer
 from kgrag.eval.registry import METRICS, StrategyRun, lookup, metric
 from kgrag.eval.report import strategy_row
 from kgrag.spec.schema import SCHEMA
