@@ -1,7 +1,7 @@
 """RAS's Graph LLM (Jiang et al., App. C.2): a frozen causal LM that reads one graph soft
 token, trained with LoRA on multitask (plan + answer) next-token prediction, on the CPU.
 
-A sample's subgraphs go through the graph encoder (``graph_encoder``) to one vector in the
+A sample's subgraphs go through the graph encoder (``kgrag.training.graph_encoder``) to one vector in the
 LLM's embedding space, placed as a soft token at the start of the prompt's embeddings
 (after BOS where the model's tokenizer adds one). The prompt is wrapped in the GGUF's chat
 template, the target follows it and ends with the end-of-turn token; the loss is next-token
