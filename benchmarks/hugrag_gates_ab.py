@@ -7,7 +7,7 @@ The bundled LLM cannot extract a whole domain in a session, so the graph is the
 stand-in of ``hugrag_scaling.py`` (4 keyword entities per chunk in a chain,
 canonicalised, recursive Leiden, member-name summaries, gates by a cosine judge).
 On it, every question runs ``hugrag``'s real seeding and gated expansion (the
-``hugrag_search`` code, no LLM filter: structural metrics look at what the expansion
+``kgrag.retrieval.hugrag_search`` code, no LLM filter: structural metrics look at what the expansion
 reached) twice, with and without gate edges, and the App. E metrics compare them
 on the same questions: reachability, gold-node coverage and min hops (over the
 questions reachable both ways). Gold nodes are entities whose name occurs in a

@@ -6,7 +6,8 @@ arrow to the module ``a.b`` when that is a module, else to ``a``. The rules:
 
 * **Layers**, top to bottom (``LAYERS``): a module imports only modules of its own layer
   or of layers below it. The library's packages are themselves ordered (``LIBRARY``):
-  a package imports only those after it.
+  a package imports only those after it. A module's layer is its top package's: a
+  sub-package (a family of modules, such as ``retrieval/ras/``) is in its package's layer.
 * **No cycle** among modules.
 
 ``python -m tests.test_layers`` prints every arrow that breaks a rule and every cycle.

@@ -1,14 +1,15 @@
 """RAS's Graph LLM (Jiang et al., App. C.2): a frozen causal LM that reads one graph soft
 token, trained with LoRA on multitask (plan + answer) next-token prediction, on the CPU.
 
-A sample's subgraphs go through the graph encoder (``graph_encoder``) to one vector in the
-LLM's embedding space, placed as a soft token at the start of the prompt's embeddings
-(after BOS where the model's tokenizer adds one). The prompt is wrapped in the GGUF's chat
-template, the target follows it and ends with the end-of-turn token; the loss is next-token
-cross-entropy on the target tokens only (prompt and soft token labelled -100). The LLM's
-weights stay frozen; the encoder, the projector and LoRA (on q_proj/v_proj) are trained
-with AdamW, a cosine schedule with linear warm-up and gradient clipping, seeded: the same
-samples and settings give the same losses on one machine.
+A sample's subgraphs go through the graph encoder (``kgrag.training.graph_encoder``) to
+one vector in the LLM's embedding space, placed as a soft token at the start of the
+prompt's embeddings (after BOS where the model's tokenizer adds one). The prompt is
+wrapped in the GGUF's chat template, the target follows it and ends with the end-of-turn
+token; the loss is next-token cross-entropy on the target tokens only (prompt and soft
+token labelled -100). The LLM's weights stay frozen; the encoder, the projector and LoRA
+(on q_proj/v_proj) are trained with AdamW, a cosine schedule with linear warm-up and
+gradient clipping, seeded: the same samples and settings give the same losses on one
+machine.
 
 A trained model's folder holds ``adapter/`` (peft), ``encoder.pt`` (encoder + projector),
 and ``graph_llm.json`` (settings, the base GGUF's sha256, feature width, losses); loading

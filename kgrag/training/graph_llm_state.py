@@ -1,6 +1,6 @@
-"""What a Graph-LLM training (``graph_llm_train``) keeps between optimiser steps, so that a
-stopped training continues where it stopped, to the model and loss curve of one never
-stopped.
+"""What a Graph-LLM training (``kgrag.training.graph_llm_train``) keeps between optimiser
+steps, so that a stopped training continues where it stopped, to the model and loss curve
+of one never stopped.
 
 After every optimiser step the whole state goes into ``state.pt`` in the resume folder:
 the trained weights (LoRA, the encoder with its projector), AdamW's moments, the

@@ -1,7 +1,7 @@
 """Training RAS's Graph LLM (``kgrag.training.graph_llm``): the graph encoder, the
 projector and LoRA trained together on multitask next-token prediction, seeded, then
 saved beside the settings, the base GGUF's sha256 and the loss curve. With a resume
-folder the state after each optimiser step is kept there (``graph_llm_state``) and a
+folder the state after each optimiser step is kept there (``kgrag.training.graph_llm_state``) and a
 training that finds it continues from it."""
 
 from __future__ import annotations
