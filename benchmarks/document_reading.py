@@ -93,7 +93,7 @@ def tokenizer() -> Any:
 
 def phrases(chunks: Any) -> None:
     """The nlp extractor's entities over every chunk (titled, as units show them)."""
-    from kgrag.graphs.nlp_extraction import extract_parse
+    from kgrag.graphs.extraction.nlp import extract_parse
     from kgrag.models.pipelines import load_pipeline, resolve_pipeline
 
     nlp = load_pipeline(resolve_pipeline("en_core_web_sm"))

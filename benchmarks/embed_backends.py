@@ -37,9 +37,9 @@ from kgrag.contents.chunks import read_chunks
 from kgrag.contents.corpus import read_questions
 from kgrag.eval.metrics import recall_at_k
 from kgrag.models.cache import CallCache
-from kgrag.models.embed import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
-from kgrag.models.embed_backends import BACKENDS, TORCH
-from kgrag.models.embed_runtime import ExportedBackend, ModuleConfig, calibration_texts
+from kgrag.models.embed.backends import BACKENDS, TORCH
+from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
+from kgrag.models.embed.runtime import ExportedBackend, ModuleConfig, calibration_texts
 from kgrag.models.registry import resolve_embedder
 from kgrag.pipeline.runner import run_plan
 

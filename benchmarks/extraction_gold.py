@@ -36,10 +36,10 @@ from kgrag.corpus import load_corpus
 from kgrag.eval.builds import extraction_figures
 from kgrag.eval.gold import evidence_chunks, gold_scores
 from kgrag.graphs.elements import Extraction, counts_frame
-from kgrag.graphs.extraction import extract
-from kgrag.graphs.hybrid_extraction import LLM_STRENGTH, relate
+from kgrag.graphs.extraction.hybrid import LLM_STRENGTH, relate
+from kgrag.graphs.extraction.llm import extract
+from kgrag.graphs.extraction.nlp import Chunk, NlpExtractor
 from kgrag.graphs.merge import merge
-from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
 from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
 from kgrag.models.llm import CachedLLM

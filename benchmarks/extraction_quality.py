@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kgrag.graphs.elements import Extraction
-from kgrag.graphs.extraction import extract
-from kgrag.graphs.extraction_prompt import MAX_ENTITIES, MAX_RELATIONSHIPS
+from kgrag.graphs.extraction.llm import extract
+from kgrag.graphs.extraction.prompt import MAX_ENTITIES, MAX_RELATIONSHIPS
 from kgrag.graphs.merge import merge
 from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache

@@ -133,7 +133,11 @@ def bench_llm(n: int = 12, rounds: int = 6) -> None:
 def bench_embed(n: int = 1000, rounds: int = 2) -> None:
     from kgrag.corpus import load_corpus
     from kgrag.models.cache import CallCache
-    from kgrag.models.embed import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
+    from kgrag.models.embed.embedder import (
+        CachedEmbedder,
+        EmbedderSettings,
+        SentenceTransformerBackend,
+    )
     from kgrag.models.registry import resolve_embedder
 
     cfg = {"dataset": "musique", "path": "musique_200.jsonl", "limit": None, "questions": None,

@@ -26,8 +26,8 @@ from kgrag import api
 from kgrag.host import usable_cores
 from kgrag.models.served import model_file
 from kgrag.steps.ras_train import read_samples
-from kgrag.training.graph_encoder import graph_of
-from kgrag.training.graph_llm import GraphLLMSettings, build_parts, torch_threads
+from kgrag.training.graph_llm.encoder import graph_of
+from kgrag.training.graph_llm.model import GraphLLMSettings, build_parts, torch_threads
 
 
 def main() -> None:

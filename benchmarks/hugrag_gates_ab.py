@@ -7,7 +7,7 @@ The bundled LLM cannot extract a whole domain in a session, so the graph is the
 stand-in of ``hugrag_scaling.py`` (4 keyword entities per chunk in a chain,
 canonicalised, recursive Leiden, member-name summaries, gates by a cosine judge).
 On it, every question runs ``hugrag``'s real seeding and gated expansion (the
-``kgrag.retrieval.hugrag_search`` code, no LLM filter: structural metrics look at what the expansion
+``kgrag.retrieval.hugrag.search`` code, no LLM filter: structural metrics look at what the expansion
 reached) twice, with and without gate edges, and the App. E metrics compare them
 on the same questions: reachability, gold-node coverage and min hops (over the
 questions reachable both ways). Gold nodes are entities whose name occurs in a
@@ -26,8 +26,8 @@ from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.eval.structure import gold_nodes, structural_metrics
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
-from kgrag.retrieval.hugrag_graph import EDGE_TYPES, HugragGraph
-from kgrag.retrieval.hugrag_search import expand, hybrid_scores, mmr
+from kgrag.retrieval.hugrag.graph import EDGE_TYPES, HugragGraph
+from kgrag.retrieval.hugrag.search import expand, hybrid_scores, mmr
 from kgrag.retrieval.units import Units
 
 WEIGHTS = {"gate": 1.2, "structural": 1.0, "membership": 1.0, "relationship": 0.8}

@@ -42,7 +42,7 @@ from kgrag.eval.halves import HALVES, halves
 from kgrag.eval.metrics import context_recall
 from kgrag.eval.registry import EvidenceSpans, StrategyRun, score_strategy
 from kgrag.eval.structure import gold_nodes, structural_metrics
-from kgrag.retrieval.hugrag_search import hybrid_scores, mmr
+from kgrag.retrieval.hugrag.search import hybrid_scores, mmr
 from kgrag.steps.retrieve import load_strategy
 
 # The paper's Table 5 (notes: shared/notes/hugrag.md): nodes, edges, L3, L2, L1, L0, modules

@@ -47,7 +47,7 @@ from kgrag.graphs.hierarchy import Hierarchy, leiden_hierarchy
 from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
-from kgrag.models.embed import CachedEmbedder
+from kgrag.models.embed.embedder import CachedEmbedder
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CORPORA = {

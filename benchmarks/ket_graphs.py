@@ -36,7 +36,7 @@ from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.subchunks import split_subchunks
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
-from kgrag.models.embed import CachedEmbedder
+from kgrag.models.embed.embedder import CachedEmbedder
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 STAGES = ("knn", "pagerank", "subchunks", "bipartite")

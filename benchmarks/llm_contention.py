@@ -137,7 +137,7 @@ def scenarios(args: argparse.Namespace) -> None:
 
 def prefix_reuse(args: argparse.Namespace) -> None:
     """Extraction calls with the shared prefix reused at block boundaries vs whole."""
-    from kgrag.graphs.extraction import extract
+    from kgrag.graphs.extraction.llm import extract
     from kgrag.models.llamacpp import LlamaCppBackend
 
     class WholeBackend(LlamaCppBackend):

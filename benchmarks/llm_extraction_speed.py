@@ -52,10 +52,10 @@ from kgrag.corpus import chunk_documents, load_corpus
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.eval.report import format_table
 from kgrag.graphs.elements import Extraction
-from kgrag.graphs.extraction import extract
-from kgrag.graphs.extraction_prompt import chat_messages, max_output_tokens
-from kgrag.graphs.hybrid_extraction import relate
-from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
+from kgrag.graphs.extraction.hybrid import relate
+from kgrag.graphs.extraction.llm import extract
+from kgrag.graphs.extraction.nlp import Chunk, NlpExtractor
+from kgrag.graphs.extraction.prompt import chat_messages, max_output_tokens
 from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
 from kgrag.models.llamacpp import LlamaCppBackend

@@ -33,9 +33,9 @@ from llm_extraction_speed import musique_chunks
 
 from kgrag.eval.report import format_table
 from kgrag.graphs.elements import Extraction
-from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor
+from kgrag.graphs.extraction.nlp import Chunk, NlpExtractor
 from kgrag.models.cache import CallCache
-from kgrag.models.embed import CachedEmbedder, EmbedderSettings
+from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings
 from kgrag.models.executor import RayExecutor
 from kgrag.models.pipelines import resolve_pipeline
 from kgrag.models.registry import resolve_embedder

@@ -39,8 +39,8 @@ from llm_extraction_speed import musique_chunks
 
 from kgrag.eval.report import format_table
 from kgrag.graphs.elements import Extraction
-from kgrag.graphs.extraction import extract
-from kgrag.graphs.nlp_extraction import Chunk
+from kgrag.graphs.extraction.llm import extract
+from kgrag.graphs.extraction.nlp import Chunk
 from kgrag.models.backend import Completion, LLMSettings
 from kgrag.models.cache import CallCache
 from kgrag.models.executor import Executor, LocalExecutor, RayExecutor

@@ -52,8 +52,8 @@ from llm_extraction_speed import musique_chunks
 
 from kgrag import api
 from kgrag.eval.report import format_table
-from kgrag.graphs.hybrid_extraction import relate
-from kgrag.graphs.nlp_extraction import NlpExtractor
+from kgrag.graphs.extraction.hybrid import relate
+from kgrag.graphs.extraction.nlp import NlpExtractor
 from kgrag.host import usable_cores
 from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache

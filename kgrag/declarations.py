@@ -19,7 +19,6 @@ published file is current, so editors keep ``schemas/pipeline.schema.json``.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,7 +299,7 @@ class ExtractionMethod:
     run)``, one ``Extraction`` per chunk; ``llm_calls_per_chunk``, its LLM requests per
     chunk at most (before retries); and ``triples(extraction, chunk)``, the (subject,
     predicate, object) triples a chunk's relationships state (RAS's text-to-triples).
-    ``kgrag.graphs.extraction_methods`` declares them."""
+    ``kgrag.graphs.extraction.methods`` declares them."""
 
     name: str
     summary: str
@@ -353,19 +352,3 @@ STRATEGY_COMMON = (
 )
 
 
-def variants(item: Config, keys: tuple[str, ...]) -> list[tuple[Config, Config]]:
-    """(swept values, concrete config) for every combination of the list-valued ``keys``."""
-    swept = [k for k in keys if isinstance(item.get(k), list)]
-    combos = itertools.product(*(item[k] for k in swept))
-    return [(dict(zip(swept, c)), {**item, **dict(zip(swept, c))}) for c in combos]
-
-
-def label(name: str, chosen: Config) -> str:
-    """A sweep variant's name: ``<name>@key=value,…`` (no brackets: they are glob
-    characters to parquet readers)."""
-    return name + (f"@{','.join(f'{k}={v}' for k, v in chosen.items())}" if chosen else "")
-
-
-def sweep_keys(params: tuple[Param, ...]) -> tuple[str, ...]:
-    """The parameters among ``params`` that take a list of values to sweep."""
-    return tuple(p.name for p in params if p.sweep)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kgrag.graphs.nlp_extraction import Parser
+from kgrag.graphs.extraction.nlp import Parser
 from kgrag.models.pipelines import ResolvedPipeline
 
 RAY = Path(sys.executable).with_name("ray")

@@ -225,7 +225,7 @@ def test_query_prints_nearest_name_links_and_hugrag_ppr_seeds(capsys, monkeypatc
 
 def test_a_cited_passage_is_printed_with_the_answer_marked():
     from kgrag import api
-    from kgrag.cli import _marked
+    from kgrag.console import _marked
 
     text = "# Louvre\n" + "The museum opened in 1793 in Paris. " * 20
     at = text.index("1793")

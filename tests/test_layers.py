@@ -28,12 +28,13 @@ REPO = Path(__file__).resolve().parents[1]
 LIBRARY = ("retrieval", "training", "eval", "answer", "contents", "graphs", "kg", "models",
            "corpus", "store")
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("cli", "api", "bundle", "report"),  # entry points
+    ("cli", "console", "api", "outputs", "session", "bundle", "report"),  # entry points
     ("spec",),  # loading, the schema, spec checks
     ("pipeline",),  # compile, plan, runner, artefacts
     ("steps",),  # every step kind and the step contract
     *((package,) for package in LIBRARY),
-    ("declarations", "configuration", "errors", "host", "progress", ""),  # base: what every layer reads
+    # base: what every layer reads
+    ("declarations", "sweeps", "configuration", "errors", "host", "progress", ""),
 )
 
 

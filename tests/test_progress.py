@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kgrag import progress as progress_module
-from kgrag.models.embed import CachedEmbedder, EmbedderSettings
+from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings
 from kgrag.progress import Progress, duration, progress, step_label
 from kgrag.steps.step import Step, StepContext
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kgrag.graphs.extraction_prompt import Style, text_field
+from kgrag.graphs.extraction.prompt import Style, text_field
 from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
 from kgrag.models.llm import CachedLLM, InvalidOutput
 from kgrag.progress import progress

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kgrag.errors import KgragError
-from kgrag.graphs.extraction_prompt import Style
+from kgrag.graphs.extraction.prompt import Style
 from kgrag.graphs.hierarchy import Hierarchy
 from kgrag.models.llm import CachedLLM
 

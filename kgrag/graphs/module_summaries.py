@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from kgrag.graphs.extraction_prompt import Style
+from kgrag.graphs.extraction.prompt import Style
 from kgrag.graphs.hierarchy import Module
 from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
 from kgrag.graphs.names import single_spaces

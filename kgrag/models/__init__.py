@@ -11,8 +11,8 @@ from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.models.backend import EmbedBackend, LLMBackend, LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.embed import CachedEmbedder, EmbedderSettings
-from kgrag.models.embed_backends import TORCH, backend, identity
+from kgrag.models.embed.backends import TORCH, backend, identity
+from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings
 from kgrag.models.executor import Executor, LocalExecutor, ThreadedExecutor
 from kgrag.models.llm import CachedLLM
 from kgrag.models.pipelines import ResolvedPipeline, resolve_pipeline
@@ -125,7 +125,7 @@ class Models:
 
     def identity(self, model: ResolvedModel) -> str:
         """What names ``model``'s vectors under this spec's backend: its sha256 under
-        ``torch``, else a hash of both (``kgrag.models.embed_backends.identity``)."""
+        ``torch``, else a hash of both (``kgrag.models.embed.backends.identity``)."""
         return identity(model.sha256, self.backend)
 
     def bind(self, name: str, stages: Sequence[tuple[Path, str]]) -> None:

@@ -24,17 +24,10 @@ from kgrag.corpus.convert import CONVERTER_VERSION
 from kgrag.corpus.folder import corpus_files
 from kgrag.corpus.importers import IMPORTERS
 from kgrag.corpus.sources import SOURCES_VERSION
-from kgrag.declarations import (
-    STRATEGY_COMMON,
-    label,
-    resolve,
-    step_name,
-    sweep_keys,
-    variants,
-)
+from kgrag.declarations import STRATEGY_COMMON, resolve, step_name
 from kgrag.errors import KgragError
 from kgrag.eval.registry import lookup
-from kgrag.graphs.extraction_methods import method_of
+from kgrag.graphs.extraction.methods import method_of
 from kgrag.models import Models
 from kgrag.models.registry import file_sha256, folder_sha256
 from kgrag.pipeline.artefacts import artefact_dir
@@ -44,6 +37,7 @@ from kgrag.retrieval import STRATEGIES, inputs, members, needs
 from kgrag.retrieval.naive import dense_index
 from kgrag.steps import KINDS
 from kgrag.store.vectors import ann_settings
+from kgrag.sweeps import label, sweep_keys, variants
 from kgrag.training import TRAINING_METHODS
 from kgrag.training.split import split_of
 

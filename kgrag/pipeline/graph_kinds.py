@@ -1,5 +1,5 @@
 """Graph kinds, each declared once: its parameters and the steps it compiles to (the
-extraction methods their ``extract`` steps run are ``kgrag.graphs.extraction_methods``).
+extraction methods their ``extract`` steps run are ``kgrag.graphs.extraction.methods``).
 
 A graph build's steps are named ``<artefact>.<build label>`` (``step_name``), so a
 strategy names the artefact it reads (a ``GraphRef``) and its declaration finds the step.

@@ -14,8 +14,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from kgrag.declarations import label
 from kgrag.eval.registry import lookup
+from kgrag.sweeps import label
 
 Row = dict[str, Any]
 HEIGHT = 420  # pixels, every figure

@@ -49,9 +49,9 @@ from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.declarations import ITEMS_MAX, ROUNDS_MAX, Config, Param, Problem
 from kgrag.errors import KgragError
-from kgrag.graphs.extraction_methods import EXTRACTION_METHODS, method_of, parses
+from kgrag.graphs.extraction.methods import EXTRACTION_METHODS, method_of, parses
 from kgrag.graphs.ppr import Walk
-from kgrag.models.embed_backends import TORCH, identity
+from kgrag.models.embed.backends import TORCH, identity
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs

@@ -31,7 +31,7 @@ SWEEP = "A list runs every value (a sweep)."
 
 def generated_schema(schema: dict[str, Any] = SCHEMA) -> dict[str, Any]:
     """``schema`` with its declared parts rewritten from the declarations."""
-    from kgrag.graphs.extraction_methods import DEFAULT_METHOD, EXTRACTION_COMMON
+    from kgrag.graphs.extraction.methods import DEFAULT_METHOD, EXTRACTION_COMMON
 
     strategies, kinds, methods = declared()
     defs = schema["$defs"]

@@ -23,10 +23,9 @@ from kgrag.declarations import (
     Strategy,
     TrainedRef,
     param_names,
-    sweep_keys,
-    variants,
 )
 from kgrag.errors import KgragError
+from kgrag.sweeps import sweep_keys, variants
 
 COMMON_GRAPH = {"name", "kind"}
 COMMON_STRATEGY = {"name", "strategy"} | param_names(STRATEGY_COMMON)
@@ -35,7 +34,7 @@ COMMON_STRATEGY = {"name", "strategy"} | param_names(STRATEGY_COMMON)
 def declared() -> tuple[dict[str, Strategy], dict[str, Any], dict[str, Any]]:
     """The registries: strategies, graph kinds and extraction methods. Imported here, when
     a spec is checked, because they live beside their code."""
-    from kgrag.graphs.extraction_methods import EXTRACTION_METHODS
+    from kgrag.graphs.extraction.methods import EXTRACTION_METHODS
     from kgrag.pipeline.graph_kinds import GRAPH_KINDS
     from kgrag.retrieval import STRATEGIES
 
@@ -48,7 +47,7 @@ def reference_problems(raw: Config, filled: Config) -> Iterator[Problem]:
     ``raw`` is what the user wrote (to see which parameters were set explicitly);
     ``filled`` has the defaults.
     """
-    from kgrag.graphs.extraction_methods import EXTRACTION_COMMON
+    from kgrag.graphs.extraction.methods import EXTRACTION_COMMON
 
     strategies, graph_kinds, methods = declared()
     method = filled["extraction"]["method"]

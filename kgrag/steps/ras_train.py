@@ -14,12 +14,12 @@ import polars as pl
 
 from kgrag.contents.corpus import read_documents
 from kgrag.errors import KgragError
-from kgrag.graphs.nlp_extraction import Chunk
+from kgrag.graphs.extraction.nlp import Chunk
 from kgrag.models.graph_llm import IDENTITY, MODEL
 from kgrag.models.served import model_file
-from kgrag.retrieval.ras import GRAPH_LLM_PLAN_TOKENS
-from kgrag.retrieval.ras_plan import few_shot_plan, parse_plan
-from kgrag.retrieval.ras_triples import text_to_triples
+from kgrag.retrieval.ras.loop import GRAPH_LLM_PLAN_TOKENS
+from kgrag.retrieval.ras.plan import few_shot_plan, parse_plan
+from kgrag.retrieval.ras.triples import text_to_triples
 from kgrag.steps.step import Counts, StepContext, step_kind
 from kgrag.steps.train import training_set
 from kgrag.training.ras_text import PLAN_INSTRUCTION
@@ -95,7 +95,7 @@ def ras_subq(ctx: StepContext) -> None:
 
 def read_samples(folder: Path) -> list[tuple[Any, bool, str]]:
     """(Sample, held back, task) of every row of a subq step's artefact."""
-    from kgrag.training.graph_llm import Sample
+    from kgrag.training.graph_llm.model import Sample
 
     table = pl.read_parquet(folder / SAMPLES)
     return [(Sample(p, t, [[tuple(x) for x in g] for g in json.loads(g)]), h, task)
@@ -111,8 +111,8 @@ def planner_calls(config: dict[str, Any], counts: Counts) -> int | None:
 
 @step_kind("ras_graph_llm", "1", max_llm_calls=planner_calls)
 def ras_graph_llm(ctx: StepContext) -> None:
-    from kgrag.training.graph_llm import GraphLLMSettings, load_cached_graph_llm
-    from kgrag.training.graph_llm_train import train_graph_llm
+    from kgrag.training.graph_llm.model import GraphLLMSettings, load_cached_graph_llm
+    from kgrag.training.graph_llm.train import train_graph_llm
 
     cfg = ctx.config
     rows = read_samples(ctx.input("subq"))

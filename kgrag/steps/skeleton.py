@@ -31,10 +31,10 @@ from kgrag.contents.skeleton import write_skeleton
 from kgrag.graphs.core import core_size, pagerank, select_core
 from kgrag.graphs.descriptions import summarise
 from kgrag.graphs.elements import counts_frame
-from kgrag.graphs.extraction_methods import method_of
+from kgrag.graphs.extraction.methods import method_of
+from kgrag.graphs.extraction.nlp import Chunk
 from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.merge import merge
-from kgrag.graphs.nlp_extraction import Chunk
 from kgrag.retrieval.units import unit_text
 from kgrag.steps.step import Counts, StepContext, step_kind
 

@@ -10,7 +10,7 @@ nothing):
                       spec's extraction; planning and answering samples with their label
                       shares (Table 4's shape). A ``heldback`` share of these questions
                       trains nothing: their planning samples measure planner accuracy.
-``graph_llm.<name>``  ``kgrag.training.graph_llm.train_graph_llm`` on the other samples,
+``graph_llm.<name>``  ``kgrag.training.graph_llm.train.train_graph_llm`` on the other samples,
                       over the spec's LLM (its GGUF) and embedder; the artefact is the
                       Graph-LLM folder a ``ras`` strategy names (``graph_llm``). The step
                       then scores the trained planner and the few-shot planner (the spec's

@@ -17,7 +17,8 @@ from kgrag.bundle.archive import INDEX, read_archive, write_archive
 from kgrag.bundle.compare import metric_differences
 from kgrag.cli import main
 from kgrag.errors import KgragError
-from kgrag.models import embed, llamacpp
+from kgrag.models import llamacpp
+from kgrag.models.embed import embedder as embed
 from kgrag.models.registry import ResolvedModel, resolve_embedder
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.pipeline.integrity import write_listing

@@ -17,7 +17,7 @@ from kgrag.corpus.chunking import chunk_documents
 from kgrag.corpus.convert import convert
 from kgrag.corpus.sources import with_sources
 from kgrag.corpus.tokenizer import Tokenizer
-from kgrag.graphs.nlp_extraction import extract_parse
+from kgrag.graphs.extraction.nlp import extract_parse
 from kgrag.models.pipelines import load_pipeline, resolve_pipeline
 from tests.corpus import own_docs
 

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
-from kgrag.graphs.extraction import extract
-from kgrag.graphs.extraction_prompt import (
+from kgrag.graphs.extraction.llm import extract
+from kgrag.graphs.extraction.prompt import (
     ENTITY_TYPES,
     EXAMPLES,
     extraction_schema,

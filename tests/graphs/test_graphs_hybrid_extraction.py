@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
-from kgrag.graphs.hybrid_extraction import (
+from kgrag.graphs.extraction.hybrid import (
     LLM_STRENGTH,
     MAX_OFFERED,
     chat_messages,

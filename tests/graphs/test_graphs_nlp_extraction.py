@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from kgrag.errors import KgragError
+from kgrag.graphs.extraction.nlp import Chunk, NlpExtractor, extract_parse
 from kgrag.graphs.merge import ENTITY_FRAME_SCHEMA, RELATIONSHIP_FRAME_SCHEMA, merge
-from kgrag.graphs.nlp_extraction import Chunk, NlpExtractor, extract_parse
 from kgrag.models.cache import CallCache
 from kgrag.models.pipelines import ResolvedPipeline, load_pipeline, resolve_pipeline
 from tests.conftest import SHARED_DATA

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kgrag.graphs import extraction_prompt, hybrid_extraction
+from kgrag.graphs.extraction import hybrid as hybrid_extraction
+from kgrag.graphs.extraction import prompt as extraction_prompt
 from kgrag.models.backend import FIXED_SAMPLING, LLMSettings
 from kgrag.models.cache import request_key
 from kgrag.models.llamacpp import LlamaCppBackend

@@ -9,7 +9,7 @@ from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
 from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import resolve_llm
-from kgrag.retrieval.ras_plan import few_shot_plan
+from kgrag.retrieval.ras.plan import few_shot_plan
 from kgrag.training.ras_text import NO_RETRIEVAL, SUBQ, SUFFICIENT, history
 from kgrag.training.subq import Document, subquery
 

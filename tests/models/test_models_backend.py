@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from kgrag.models.backend import EmbedBackend, LLMBackend
-from kgrag.models.embed import EmbedderSettings, SentenceTransformerBackend
-from kgrag.models.embed_backends import BACKENDS
-from kgrag.models.embed_runtime import ExportedBackend, calibration_texts
+from kgrag.models.embed.backends import BACKENDS
+from kgrag.models.embed.embedder import EmbedderSettings, SentenceTransformerBackend
+from kgrag.models.embed.runtime import ExportedBackend, calibration_texts
 from kgrag.models.executor import RemoteBackend
 from kgrag.models.llamacpp import LlamaCppBackend
 from kgrag.models.served import ServedModel, ServerBackend

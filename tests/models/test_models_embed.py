@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from kgrag.models.cache import CallCache
-from kgrag.models.embed import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
+from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
 from kgrag.models.registry import resolve_embedder
 from tests.conftest import REPO, SHARED_DATA
 
@@ -114,7 +114,7 @@ KILLED_MIDWAY = """
 import json, sys
 from pathlib import Path
 from kgrag.models.cache import CallCache
-from kgrag.models.embed import CachedEmbedder, EmbedderSettings
+from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings
 from kgrag.models.registry import resolve_embedder
 
 model = resolve_embedder("all-MiniLM-L6-v2")

@@ -14,9 +14,9 @@ from kgrag import api
 from kgrag.cli import main
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
-from kgrag.models.embed import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
-from kgrag.models.embed_backends import BACKENDS
-from kgrag.models.embed_export import LOCK, MANIFEST
+from kgrag.models.embed.backends import BACKENDS
+from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
+from kgrag.models.embed.export import LOCK, MANIFEST
 from kgrag.models.registry import resolve_embedder
 from tests.conftest import SHARED_DATA, write_spec
 

@@ -20,12 +20,12 @@ import numpy as np
 import onnx
 import pytest
 
-from kgrag.models import embed_export
 from kgrag.models.cache import CallCache
-from kgrag.models.embed import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
-from kgrag.models.embed_backends import BACKENDS
-from kgrag.models.embed_export import MANIFEST
-from kgrag.models.embed_runtime import ExportedBackend, calibration_texts
+from kgrag.models.embed import export as embed_export
+from kgrag.models.embed.backends import BACKENDS
+from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
+from kgrag.models.embed.export import MANIFEST
+from kgrag.models.embed.runtime import ExportedBackend, calibration_texts
 from kgrag.models.registry import resolve_embedder
 
 TEXTS = ["Copenhagen is in Denmark.", "The Rhine flows through Basel and Cologne."]

@@ -19,7 +19,7 @@ from kgrag import api, cli
 from kgrag.contents.dense import open_dense
 from kgrag.contents.metrics import read_metrics
 from kgrag.errors import KgragError
-from kgrag.graphs.nlp_extraction import BATCH_SIZE, Chunk, NlpExtractor
+from kgrag.graphs.extraction.nlp import BATCH_SIZE, Chunk, NlpExtractor
 from kgrag.models import executor as executors
 from kgrag.models.cache import CallCache
 from kgrag.models.executor import RayExecutor

@@ -8,13 +8,14 @@ import pytest
 
 from kgrag import api
 from kgrag.configuration import NAME_MAX, freeze
-from kgrag.declarations import Strategy, label, variants
+from kgrag.declarations import Strategy
 from kgrag.errors import KgragError
 from kgrag.pipeline.artefacts import TEMP_PREFIX
 from kgrag.pipeline.compile import compile_plan
 from kgrag.retrieval import STRATEGIES
 from kgrag.spec import thaw
 from kgrag.spec.schema import SCHEMA
+from kgrag.sweeps import label, variants
 from tests.conftest import write_spec
 
 GRAPHS = [{"name": "skel", "kind": "skeleton", "beta": [0.2, 1.0]},

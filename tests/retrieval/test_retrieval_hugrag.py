@@ -22,11 +22,11 @@ from kgrag.models.backend import LLMSettings
 from kgrag.models.llm import CachedLLM
 from kgrag.models.registry import resolve_embedder
 from kgrag.retrieval import STRATEGIES, Resources
-from kgrag.retrieval.causal_filter import filter_schema, linearise
 from kgrag.retrieval.entity_graph import EntityGraph
-from kgrag.retrieval.hugrag import HugragStrategy
-from kgrag.retrieval.hugrag_graph import HugragGraph, Node, keyword_lexicon
-from kgrag.retrieval.hugrag_search import expand, hybrid_scores, mmr, relationships_among
+from kgrag.retrieval.hugrag.causal_filter import filter_schema, linearise
+from kgrag.retrieval.hugrag.graph import HugragGraph, Node, keyword_lexicon
+from kgrag.retrieval.hugrag.search import expand, hybrid_scores, mmr, relationships_among
+from kgrag.retrieval.hugrag.strategy import HugragStrategy
 from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Units
 from tests.conftest import ScriptedBackend

@@ -12,9 +12,9 @@ import yaml
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.models.registry import resolve_embedder
-from kgrag.retrieval.causal_filter import linearise, read_reply
-from kgrag.retrieval.hugrag_budget import check_summary_share, shares
-from kgrag.retrieval.hugrag_search import best_chunks, expand, hybrid_scores
+from kgrag.retrieval.hugrag.budget import check_summary_share, shares
+from kgrag.retrieval.hugrag.causal_filter import linearise, read_reply
+from kgrag.retrieval.hugrag.search import best_chunks, expand, hybrid_scores
 from kgrag.spec.load import check_spec
 from tests.retrieval.test_retrieval_hugrag import (
     CONFIG,

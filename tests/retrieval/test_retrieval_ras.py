@@ -11,12 +11,12 @@ import pytest
 
 from kgrag.errors import KgragError
 from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
-from kgrag.graphs.extraction_methods import EXTRACTION_METHODS
-from kgrag.graphs.nlp_extraction import Chunk
+from kgrag.graphs.extraction.methods import EXTRACTION_METHODS
+from kgrag.graphs.extraction.nlp import Chunk
 from kgrag.retrieval import load
-from kgrag.retrieval.ras import check_iterations
-from kgrag.retrieval.ras_plan import parse_plan
-from kgrag.retrieval.ras_triples import QueryGraph, passage
+from kgrag.retrieval.ras.loop import check_iterations
+from kgrag.retrieval.ras.plan import parse_plan
+from kgrag.retrieval.ras.triples import QueryGraph, passage
 from kgrag.spec.load import load_spec
 from kgrag.training.ras_text import NO_RETRIEVAL, SUBQ, SUFFICIENT, history, render
 from tests.conftest import write_spec

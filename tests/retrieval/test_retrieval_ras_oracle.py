@@ -14,7 +14,7 @@ import pytest
 from kgrag.cli import main
 from kgrag.contents.corpus import DECOMPOSITIONS, read_decompositions
 from kgrag.errors import KgragError
-from kgrag.retrieval.ras_oracle import resolved
+from kgrag.retrieval.ras.oracle import resolved
 from kgrag.spec.load import load_spec
 from tests.conftest import SHARED_DATA
 from tests.retrieval.test_retrieval_ras import ras_spec

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from kgrag.errors import KgragError
-from kgrag.training.graph_encoder import GraphEncoder, batch_of, graph_of, pool, texts_of
-from kgrag.training.graph_llm import (
+from kgrag.training.graph_llm.encoder import GraphEncoder, batch_of, graph_of, pool, texts_of
+from kgrag.training.graph_llm.model import (
     IGNORE,
     MANIFEST,
     GraphLLM,
@@ -18,7 +18,7 @@ from kgrag.training.graph_llm import (
     Sample,
     label_sequence,
 )
-from kgrag.training.graph_llm_train import train_graph_llm
+from kgrag.training.graph_llm.train import train_graph_llm
 
 
 def test_a_graph_has_unique_nodes_and_a_reverse_edge_per_fact():
@@ -135,7 +135,7 @@ def test_training_lowers_the_loss_and_the_same_seed_repeats_it(tmp_path):
 
 @pytest.mark.integration
 def test_the_unpadded_target_loss_is_the_padded_batch_loss_and_its_gradient():
-    from kgrag.training.graph_llm import build_parts
+    from kgrag.training.graph_llm.model import build_parts
 
     parts = build_parts(_base(), _embed, TINY, 8)
     samples = [Sample(PROMPT + " Think of France, its capital and the Seine.", "Paris",

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from kgrag.errors import interrupted, stop_on_sigterm
-from kgrag.training.graph_llm import MANIFEST, GraphLLMSettings, Sample
-from kgrag.training.graph_llm_state import STATE, held_signals
-from kgrag.training.graph_llm_train import train_graph_llm
+from kgrag.training.graph_llm.model import MANIFEST, GraphLLMSettings, Sample
+from kgrag.training.graph_llm.state import STATE, held_signals
+from kgrag.training.graph_llm.train import train_graph_llm
 from tests.conftest import REPO
 from tests.training.test_graph_llm import PROMPT, TINY, _base, _embed
 
@@ -61,7 +61,7 @@ STARTED_IGNORING = ("import os, signal, sys; signal.signal(int(sys.argv[1]), sig
 STOPPED = """
 import subprocess, sys
 from kgrag.errors import stop_on_sigterm
-from kgrag.training.graph_llm_state import held_signals
+from kgrag.training.graph_llm.state import held_signals
 
 stop = int(sys.argv[1])
 stop_on_sigterm()

@@ -18,10 +18,10 @@ from kgrag.models.graph_llm import IDENTITY, CachedGraphLLM
 from kgrag.models.registry import resolve_embedder
 from kgrag.pipeline.runner import run_plan
 from kgrag.retrieval import Resources
-from kgrag.retrieval.ras import RasStrategy
+from kgrag.retrieval.ras.loop import RasStrategy
 from kgrag.retrieval.units import Units
 from kgrag.spec.load import load_spec
-from kgrag.training.graph_llm import load_cached_graph_llm
+from kgrag.training.graph_llm.model import load_cached_graph_llm
 from kgrag.training.subq import Document, samples_of, statistics
 from tests.conftest import write_spec
 from tests.standin import RuleLLM, open_with, run_with
@@ -197,7 +197,8 @@ def test_a_graph_llm_plans_and_answers_with_the_graph_token_unless_ablated(encod
 
 def test_the_graph_llm_step_trains_on_the_kept_samples_and_scores_both_planners(
         project: Path, monkeypatch: pytest.MonkeyPatch):
-    from kgrag.training import graph_llm, graph_llm_train
+    from kgrag.training.graph_llm import model as graph_llm
+    from kgrag.training.graph_llm import train as graph_llm_train
 
     trained_on: list = []
     kept: list[Path] = []
@@ -242,7 +243,8 @@ def test_the_graph_llm_step_trains_on_the_kept_samples_and_scores_both_planners(
 
 def test_a_trained_row_answers_from_its_loop_and_a_warm_rerun_calls_nothing(
         project: Path, monkeypatch: pytest.MonkeyPatch):
-    from kgrag.training import graph_llm, graph_llm_train
+    from kgrag.training.graph_llm import model as graph_llm
+    from kgrag.training.graph_llm import train as graph_llm_train
 
     generated: list[str] = []
 
@@ -300,7 +302,8 @@ def test_a_planner_trained_in_another_spec_runs_from_its_folder_by_path(
         project: Path, monkeypatch: pytest.MonkeyPatch):
     import os
 
-    from kgrag.training import graph_llm, graph_llm_train
+    from kgrag.training.graph_llm import model as graph_llm
+    from kgrag.training.graph_llm import train as graph_llm_train
 
     planned: list[str] = []
 

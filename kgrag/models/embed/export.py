@@ -3,7 +3,7 @@
 The transformer of a sentence-transformers folder is exported to ONNX by PyTorch's own
 exporter (``torch.onnx``, from the folder's files: no hub access), then, per backend,
 quantised to int8 by ONNX Runtime's quantiser, converted by OpenVINO, or quantised by
-NNCF. Pooling and normalisation are not exported: ``kgrag.models.embed_runtime`` applies
+NNCF. Pooling and normalisation are not exported: ``kgrag.models.embed.runtime`` applies
 them as the folder's modules say.
 
 Each artefact lies in a folder named by a hash of everything that makes it (the model's
@@ -45,7 +45,7 @@ from filelock import FileLock
 
 from kgrag.errors import KgragError
 from kgrag.models.cache import canonical_json
-from kgrag.models.embed_backends import Backend
+from kgrag.models.embed.backends import Backend
 
 OPSET = 18
 FORMAT = 1  # raised when this module changes how it exports: earlier artefacts are not used

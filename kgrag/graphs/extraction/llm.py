@@ -1,5 +1,5 @@
 """LLM extraction of entities and relationships from chunks, GraphRAG-style: one
-constrained call per chunk (``kgrag.graphs.extraction_prompt``), its output parsed and
+constrained call per chunk (``kgrag.graphs.extraction.prompt``), its output parsed and
 grounded here.
 
 This is the one extraction step every LLM-built graph shares (KET-RAG's skeleton,
@@ -40,7 +40,7 @@ from dataclasses import replace
 from typing import Any
 
 from kgrag.graphs.elements import Entity, Extraction, ExtractionCounts, Relationship
-from kgrag.graphs.extraction_prompt import (
+from kgrag.graphs.extraction.prompt import (
     ENTITY_TYPES,
     MAX_ENTITIES,
     MAX_RELATIONSHIPS,

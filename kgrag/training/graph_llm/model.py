@@ -1,7 +1,7 @@
 """RAS's Graph LLM (Jiang et al., App. C.2): a frozen causal LM that reads one graph soft
 token, trained with LoRA on multitask (plan + answer) next-token prediction, on the CPU.
 
-A sample's subgraphs go through the graph encoder (``kgrag.training.graph_encoder``) to
+A sample's subgraphs go through the graph encoder (``kgrag.training.graph_llm.encoder``) to
 one vector in the LLM's embedding space, placed as a soft token at the start of the
 prompt's embeddings (after BOS where the model's tokenizer adds one). The prompt is
 wrapped in the GGUF's chat template, the target follows it and ends with the end-of-turn
@@ -37,7 +37,7 @@ from kgrag.training.gguf_llm import GgufTokenizer, load_causal_lm, load_tokenize
 
 if TYPE_CHECKING:  # the encoder imports torch, which takes seconds: only where it runs
     from kgrag.models import Models
-    from kgrag.training.graph_encoder import Graph
+    from kgrag.training.graph_llm.encoder import Graph
 
 Triple = tuple[str, str, str]
 Embed = Callable[[list[str]], np.ndarray]
@@ -123,7 +123,7 @@ class Parts:
         return self.before + kept + self.after, len(kept) < len(content)
 
     def encode(self, sample: Sample) -> Encoded:
-        from kgrag.training.graph_encoder import graph_of
+        from kgrag.training.graph_llm.encoder import graph_of
 
         prompt, truncated = self.prompt_ids(sample.prompt)
         target = self.tokenizer.encode(sample.target)[:self.settings.max_target_tokens]
@@ -132,7 +132,7 @@ class Parts:
 
     def features(self, graphs: Sequence[Graph]):
         """The embedder's vectors of every text of ``graphs`` and each text's row."""
-        from kgrag.training.graph_encoder import texts_of
+        from kgrag.training.graph_llm.encoder import texts_of
 
         texts = texts_of(graphs)
         return feature_table(texts, self.embed(texts) if texts else None, self.width)
@@ -142,7 +142,7 @@ class Parts:
         attention mask and the labels."""
         import torch
 
-        from kgrag.training.graph_encoder import batch_of
+        from kgrag.training.graph_llm.encoder import batch_of
 
         tokens = self.encoder(batch_of([e.graphs for e in batch], rows), table)
         length = max(len(e.ids) for e in batch)
@@ -197,7 +197,7 @@ def build_parts(gguf_path: Path, embed: Embed, settings: GraphLLMSettings, width
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    from kgrag.training.graph_encoder import GraphEncoder
+    from kgrag.training.graph_llm.encoder import GraphEncoder
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     tokenizer = load_tokenizer(gguf_path)
@@ -272,7 +272,7 @@ class GraphLLM:
         end-of-turn token or ``max_new_tokens``; deterministic."""
         import torch
 
-        from kgrag.training.graph_encoder import graph_of
+        from kgrag.training.graph_llm.encoder import graph_of
 
         parts = self._parts
         prompt_ids, truncated = parts.prompt_ids(prompt)

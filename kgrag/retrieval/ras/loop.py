@@ -1,4 +1,4 @@
-"""Strategy ``ras``: RAS's iterative plan / retrieve / structure loop (Jiang et al., Alg. §3).
+"""RAS's iterative plan / retrieve / structure loop (Jiang et al., Alg. §3).
 
 For one question Q:
 
@@ -8,7 +8,7 @@ For one question Q:
    loop has not retrieved yet, ranked by the query entry that ``retriever`` names
    (any strategy that ranks chunks: naive, bm25, ppr, a naive over a trained
    embedder), so every iteration adds new evidence;
-3. text-to-triples with the spec's extraction (``kgrag.retrieval.ras_triples``), the
+3. text-to-triples with the spec's extraction (``kgrag.retrieval.ras.triples``), the
    first ``triples_per_passage`` of each passage;
 4. merge the new triples into the per-query graph, as this sub-query's subgraph;
 5. plan again on the history (Eq. 2): ``[SUFFICIENT]`` stops, ``[SUBQ] q`` iterates
@@ -20,7 +20,7 @@ line: the answer prompt adds it): every sub-query with its triples, filled into
 passages`` (ablation "no text-to-triples") shows each sub-query's passages instead.
 
 Planning is the few-shot prompted spec LLM under the plan grammar
-(``ras_plan.few_shot_plan``), or, when ``graph_llm`` names a training entry of
+(``kgrag.retrieval.ras.plan.few_shot_plan``), or, when ``graph_llm`` names a training entry of
 method ``ras`` (or, as a path, the folder such an entry wrote in another spec: one
 planner trained on one corpus, run on others), the trained Graph-LLM, which reads the
 graph token of the subgraphs so far (``graph_encoder: false`` gives it an empty graph:
@@ -28,7 +28,7 @@ the inference ablation).
 ``planning: fixed`` (ablation "no planning") makes no plan call: it retrieves
 ``max_iterations`` times for Q itself, each time the next ``retrieve_k`` passages.
 ``planning: oracle`` replaces the planner by the question's gold sub-questions, then
-``[SUFFICIENT]`` (``kgrag.retrieval.ras_oracle``): everything else runs as it does, so
+``[SUFFICIENT]`` (``kgrag.retrieval.ras.oracle``): everything else runs as it does, so
 its gap to a real planner is the planner's share.
 
 Answering: with a Graph-LLM, the loop answers too (Eq. 8: the answer is conditioned
@@ -44,30 +44,19 @@ number of invalid plan replies (each read as ``[SUFFICIENT]``).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kgrag.declarations import (
-    ITEMS_MAX,
-    ROUNDS_MAX,
-    TOKENS_MAX,
     Config,
-    ExtractionMethod,
-    Need,
-    Param,
-    Problem,
-    Strategy,
-    TrainedRef,
 )
 from kgrag.errors import KgragError
-from kgrag.graphs.extraction_methods import method_of
 from kgrag.retrieval.budget import fill_budget
-from kgrag.retrieval.ras_oracle import ORACLE_SOURCES, GoldPlans, oracle_plan, subquery_writer
-from kgrag.retrieval.ras_plan import Plan, few_shot_plan, parse_plan
-from kgrag.retrieval.ras_triples import QueryGraph, passage, text_to_triples
+from kgrag.retrieval.ras.oracle import GoldPlans, oracle_plan, subquery_writer
+from kgrag.retrieval.ras.plan import Plan, few_shot_plan, parse_plan
+from kgrag.retrieval.ras.triples import QueryGraph, passage, text_to_triples
 from kgrag.retrieval.units import Evidence
 from kgrag.training.ras_text import (
     GRAPH_INFO,
@@ -83,7 +72,6 @@ from kgrag.training.ras_text import (
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources
 
-WHY_GRAPH_LLM = "graph_llm names the trained planner-answerer"
 GRAPH_LLM_PLAN_TOKENS = 48
 
 
@@ -115,7 +103,7 @@ class RasStrategy:
                       if config["evidence"] == "triples" else None)
         graph_llm = None
         if config.get("graph_llm"):
-            from kgrag.training.graph_llm import load_cached_graph_llm
+            from kgrag.training.graph_llm.model import load_cached_graph_llm
 
             folder = ((models.base_dir / config["graph_llm"]).resolve()
                       if trained_elsewhere(config) else artefacts["graph_llm"])
@@ -247,109 +235,7 @@ def _shown(plan: Plan) -> str:
         plan.kind if plan.valid else f"invalid -> {SUFFICIENT}")
 
 
-def _extracting(config: Config) -> ExtractionMethod | None:
-    """The extraction method that turns passages into triples, if the loop does."""
-    return method_of(config["extraction"]) if config["evidence"] == "triples" else None
-
-
-def uses_llm(config: Config) -> bool:
-    """Whether the loop calls the spec's LLM: to plan few-shot or to write an oracle's
-    HotpotQA-SUBQ sub-queries. Its text-to-triples calls the extraction's LLM, whose
-    identity the ``extraction`` config already holds."""
-    return config["planning"] == "oracle" or (
-        config["planning"] == "few_shot" and not config.get("graph_llm"))
-
-
-def calls(config: Config) -> int:
-    """Model requests per question at most (before retries): a plan before and after each
-    retrieval (an oracle: a sub-query per later retrieval, where the LLM writes them), an
-    answer from a Graph-LLM, and the extraction's calls per passage."""
-    n = config["max_iterations"]
-    planned = {"fixed": 0, "oracle": n - 1}.get(config["planning"], 1 + n)
-    method = _extracting(config)
-    extracted = n * config["retrieve_k"] * method.llm_calls_per_chunk if method else 0
-    return planned + bool(config.get("graph_llm")) + extracted
-
-
-def _needs(config: Config) -> dict[str, Need]:
-    """The Graph-LLM's folder, and the corpus for an oracle's gold sub-questions (the
-    retriever's artefacts are its member's: ``kgrag.retrieval``)."""
-    needs: dict[str, Need] = {}
-    if config.get("graph_llm") and not trained_elsewhere(config):
-        needs["graph_llm"] = TrainedRef("graph_llm", "graph_llm", WHY_GRAPH_LLM)
-    if config.get("planning") == "oracle":
-        needs["corpus"] = "corpus"
-    return needs
-
-
 def trained_elsewhere(config: Config) -> bool:
     """Whether ``graph_llm`` is the path of another spec's trained folder (a training
     entry's name never holds a '/')."""
     return "/" in (config.get("graph_llm") or "")
-
-
-def _with_retriever(config: Config, extraction: Config) -> Config:
-    """The entry once its retriever is a concrete config: its fingerprint covers the
-    retriever's embedder (the questions' and sub-queries' vectors are the retriever's)
-    and the spec's extraction, which turns its passages into triples."""
-    resolved = dict(config)
-    if config["retriever"].get("embedder"):
-        resolved["embedder"] = config["retriever"]["embedder"]
-    if config["evidence"] == "triples":
-        resolved["extraction"] = extraction
-    return resolved
-
-
-def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:
-    """``retriever`` must be given (``kgrag.spec.references`` checks that it names
-    another entry that ranks chunks); the Graph-LLM's switches need one; an oracle needs
-    gold sub-questions."""
-    if raw.get("retriever") is None:
-        yield ("query", index), "strategy ras needs 'retriever': the name of another query entry"
-    if raw.get("graph_llm") is None and raw.get("graph_encoder") is False:
-        yield ("query", index, "graph_encoder"), "graph_encoder applies only with a graph_llm"
-    dataset = spec["corpus"].get("dataset")
-    if raw.get("planning") == "oracle" and dataset not in ORACLE_SOURCES:
-        yield ("query", index, "planning"), (
-            f"planning: oracle needs gold sub-questions, and dataset {dataset!r} has none "
-            f"(the datasets that have: "
-            f"{'; '.join(f'{k}, {v}' for k, v in ORACLE_SOURCES.items())})")
-
-
-DECLARATION = Strategy(
-    "ras", "RAS: iterative planning, retrieval of top-k passages with another entry's "
-    "ranking, text-to-triples and a per-query graph; few-shot or a trained Graph-LLM.",
-    (Param("retriever", {"type": "string", "minLength": 1},
-           "name of another query entry whose ranking retrieves for each sub-query (naive, "
-           "bm25, ppr; a naive over a trained embedder)."),
-     Param("retrieve_k", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
-           "passages retrieved per sub-query (new to the loop).", default=5),
-     Param("max_iterations", {"type": "integer", "minimum": 1, "maximum": ROUNDS_MAX},
-           "retrievals per question at most (the paper's 5).", default=5),
-     Param("planning", {"enum": ["few_shot", "fixed", "oracle"]},
-           "few_shot (the planner decides: the spec's LLM few-shot, or the graph_llm), "
-           "fixed (ablation 'no planning': max_iterations retrievals for the question itself, "
-           "no plan call) or oracle (the question's gold sub-questions in order, then "
-           "[SUFFICIENT]: MuSiQue's question_decomposition, HotpotQA-SUBQ's sub-queries of "
-           "HotpotQA's supporting paragraphs).", default="few_shot"),
-     Param("evidence", {"enum": ["triples", "passages"]},
-           "what the history shows per sub-query: triples (text-to-triples with the spec's "
-           "extraction) or passages (ablation 'no text-to-triples').", default="triples"),
-     Param("triples_per_passage", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
-           "triples kept of each passage, in the order the extraction states them (the "
-           "paper's t2t model writes about 20 per query graph; spaCy states about 40 per "
-           "paragraph, which would fill the budget in one iteration).", default=8),
-     Param("graph_llm", {"type": ["string", "null"]},
-           "name of a training entry of method ras: its Graph-LLM plans and answers; or, "
-           "holding a '/', the path (from the spec's folder) of the artefact folder such an "
-           "entry wrote in another spec (graph_llm.<entry>-<fingerprint>: a retrained "
-           "model has another path); null: few-shot planning with the spec's LLM and "
-           "kgrag's answer step.", default=None),
-     Param("graph_encoder", {"type": "boolean"},
-           "give the Graph-LLM the graph token (ablation 'no graph encoder' at inference: "
-           "false).", default=True),
-     Param("answer_tokens", {"type": "integer", "minimum": 1, "maximum": TOKENS_MAX},
-           "new tokens of a Graph-LLM answer.", default=32)),
-    RasStrategy, _needs, problems=_problems, uses_llm=uses_llm, calls_per_question=calls,
-    answers_in_trace=lambda config: bool(config.get("graph_llm")), member_key="retriever",
-    with_members=_with_retriever)

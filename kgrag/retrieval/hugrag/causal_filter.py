@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgrag.models.llm import CachedLLM, InvalidOutput
-from kgrag.retrieval.hugrag_graph import HugragGraph
+from kgrag.retrieval.hugrag.graph import HugragGraph
 
 PREFIX = {"module": "M", "entity": "N", "relationship": "R", "chunk": "T"}
 MAX_IDS = 10

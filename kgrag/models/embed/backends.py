@@ -1,8 +1,8 @@
 """The embedder's inference backends: which runtime computes a sentence's vector.
 
 ``torch`` runs the model through sentence-transformers, as kgrag always has. The others
-run a copy of the same model exported once to ONNX (``kgrag.models.embed_export``)
-through an optimised CPU runtime, fp32 or int8 (``kgrag.models.embed_runtime``).
+run a copy of the same model exported once to ONNX (``kgrag.models.embed.export``)
+through an optimised CPU runtime, fp32 or int8 (``kgrag.models.embed.runtime``).
 
 A backend is part of the vectors' identity: an int8 model's vectors differ from the fp32
 ones, so they are cached, and fingerprinted, apart (``identity``). ``torch`` adds

@@ -21,15 +21,15 @@ from typing import Any, Protocol, TypeVar
 
 from kgrag.declarations import PLAIN_TEXT, TOKENS_MAX, Config, ExtractionMethod, Param
 from kgrag.graphs.elements import Extraction, Relationship
-from kgrag.graphs.extraction import extract
-from kgrag.graphs.hybrid_extraction import HYBRID_VERSION, LLM_STRENGTH, Related, relate
-from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
-from kgrag.graphs.nlp_extraction import (
+from kgrag.graphs.extraction.hybrid import HYBRID_VERSION, LLM_STRENGTH, Related, relate
+from kgrag.graphs.extraction.llm import extract
+from kgrag.graphs.extraction.nlp import (
     LABELLED_STRENGTH,
     NLP_EXTRACTOR_VERSION,
     Chunk,
     NlpExtractor,
 )
+from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
 from kgrag.models.executor import LocalExecutor
 
 T = TypeVar("T")

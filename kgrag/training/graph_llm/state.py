@@ -1,4 +1,4 @@
-"""What a Graph-LLM training (``kgrag.training.graph_llm_train``) keeps between optimiser
+"""What a Graph-LLM training (``kgrag.training.graph_llm.train``) keeps between optimiser
 steps, so that a stopped training continues where it stopped, to the model and loss curve
 of one never stopped.
 

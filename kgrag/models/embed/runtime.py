@@ -23,8 +23,8 @@ import numpy as np
 
 from kgrag.errors import KgragError
 from kgrag.host import usable_cores
-from kgrag.models.embed_backends import Backend
-from kgrag.models.embed_export import exported
+from kgrag.models.embed.backends import Backend
+from kgrag.models.embed.export import exported
 
 TRANSFORMER = "sentence_transformers.models.Transformer"
 POOLING = "sentence_transformers.models.Pooling"

@@ -1,7 +1,7 @@
 """Training RAS's Graph LLM (``kgrag.training.graph_llm``): the graph encoder, the
 projector and LoRA trained together on multitask next-token prediction, seeded, then
 saved beside the settings, the base GGUF's sha256 and the loss curve. With a resume
-folder the state after each optimiser step is kept there (``kgrag.training.graph_llm_state``) and a
+folder the state after each optimiser step is kept there (``kgrag.training.graph_llm.state``) and a
 training that finds it continues from it."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 from kgrag.errors import KgragError
 from kgrag.host import PeakRSS
 from kgrag.models.registry import file_sha256
-from kgrag.training.graph_llm import (
+from kgrag.training.graph_llm.model import (
     IGNORE,
     MANIFEST,
     Embed,
@@ -32,7 +32,7 @@ from kgrag.training.graph_llm import (
     free_cores,
     torch_threads,
 )
-from kgrag.training.graph_llm_state import Position, held_signals, keep, restore
+from kgrag.training.graph_llm.state import Position, held_signals, keep, restore
 
 StepProgress = Callable[[Iterable[int], int], Iterable[int]]
 
@@ -55,7 +55,7 @@ def train_graph_llm(samples: list[Sample], settings: GraphLLMSettings, gguf_path
     import torch
     from transformers import get_cosine_schedule_with_warmup
 
-    from kgrag.training.graph_encoder import graph_of, texts_of
+    from kgrag.training.graph_llm.encoder import graph_of, texts_of
 
     if not samples:
         raise KgragError("the Graph LLM needs at least one training sample")

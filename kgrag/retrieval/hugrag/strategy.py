@@ -1,7 +1,7 @@
 """Strategy ``hugrag``: HugRAG's online retrieval (paper §3.2, App. B.2–B.3).
 
 A question is answered in four steps over one hierarchy build's graph
-(``kgrag.retrieval.hugrag_graph``: entities, modules and chunks joined by gate,
+(``kgrag.retrieval.hugrag.graph``: entities, modules and chunks joined by gate,
 structural, membership and relationship edges):
 
 1. a hybrid semantic and lexical score of every node;
@@ -9,13 +9,13 @@ structural, membership and relationship edges):
    does (a question the graph knows nothing about), the best chunks seed the search
    instead, and the trace records the fallback;
 3. gated best-first expansion within the budget, then the relationships among the
-   chosen entities (steps 1–3: ``kgrag.retrieval.hugrag_search``); with
+   chosen entities (steps 1–3: ``kgrag.retrieval.hugrag.search``); with
    ``evidence_split: grounded`` the kinds of node share the budget
-   (``kgrag.retrieval.hugrag_budget``), and by default
+   (``kgrag.retrieval.hugrag.budget``), and by default
    (``chunk_rank: score``) whole chunks by hybrid score take what the rows' shares
    leave, the rows the walk passed through getting what no further chunk fits;
 4. the causal filter, one LLM call that keeps the evidence on a causal path to the
-   answer (``kgrag.retrieval.causal_filter``).
+   answer (``kgrag.retrieval.hugrag.causal_filter``).
 
 ``entity_seeds: ppr`` (not in the paper) picks the ``seed_entities``
 entity seeds by personalised PageRank instead of MMR: the hierarchy's canonical
@@ -56,15 +56,15 @@ from kgrag.declarations import (
     Strategy,
 )
 from kgrag.errors import KgragError
-from kgrag.retrieval.causal_filter import Item, causal_filter, evidence_text, linearise
-from kgrag.retrieval.hugrag_budget import (
+from kgrag.retrieval.hugrag.budget import (
     GROUNDED_PARAMS,
     check_summary_share,
     chunks_then_rows,
     shares,
 )
-from kgrag.retrieval.hugrag_graph import HugragGraph
-from kgrag.retrieval.hugrag_search import (
+from kgrag.retrieval.hugrag.causal_filter import Item, causal_filter, evidence_text, linearise
+from kgrag.retrieval.hugrag.graph import HugragGraph
+from kgrag.retrieval.hugrag.search import (
     Walk,
     best_chunks,
     expand,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgrag.contents.corpus import read_decompositions, read_documents, read_questions
 from kgrag.errors import KgragError
-from kgrag.retrieval.ras_plan import Plan
+from kgrag.retrieval.ras.plan import Plan
 from kgrag.training.ras_text import SUBQ, SUFFICIENT
 from kgrag.training.subq import Document, subqueries
 

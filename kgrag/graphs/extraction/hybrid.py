@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from kgrag.graphs.elements import Extraction, Relationship
-from kgrag.graphs.extraction_prompt import (
+from kgrag.graphs.extraction.prompt import (
     EXAMPLES,
     MAX_RELATIONSHIPS,
     Style,

@@ -18,7 +18,7 @@ decision, and it is what brings source text into the evidence at all.)
 
 Every node also has a vector (entity and summary vectors from the build, chunk
 vectors from the dense index) and a keyword set (``keyword_lexicon``), which the
-search's hybrid score reads (``kgrag.retrieval.hugrag_search``).
+search's hybrid score reads (``kgrag.retrieval.hugrag.search``).
 """
 
 from __future__ import annotations

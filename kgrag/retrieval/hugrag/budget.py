@@ -11,8 +11,8 @@ import numpy as np
 
 from kgrag.declarations import ITEMS_MAX, Param
 from kgrag.errors import KgragError
-from kgrag.retrieval.hugrag_graph import HugragGraph
-from kgrag.retrieval.hugrag_search import Walk, best_chunks
+from kgrag.retrieval.hugrag.graph import HugragGraph
+from kgrag.retrieval.hugrag.search import Walk, best_chunks
 
 GROUNDED_PARAMS = (
     Param("summary_share", {"type": "number", "minimum": 0, "maximum": 1},

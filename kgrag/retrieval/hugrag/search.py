@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kgrag.retrieval.hugrag_graph import HugragGraph, words
+from kgrag.retrieval.hugrag.graph import HugragGraph, words
 
 
 def hybrid_scores(graph: HugragGraph, question: str, vector: np.ndarray, alpha: float

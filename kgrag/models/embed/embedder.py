@@ -1,5 +1,5 @@
 """The embedder interface: sentence-transformers or an exported copy of its model on an
-optimised runtime (``kgrag.models.embed_backends``), cached per text on disk."""
+optimised runtime (``kgrag.models.embed.backends``), cached per text on disk."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 from kgrag.errors import KgragError
 from kgrag.models.backend import EmbedBackend
 from kgrag.models.cache import CallCache, request_key
-from kgrag.models.embed_backends import TORCH, backend
+from kgrag.models.embed.backends import TORCH, backend
 from kgrag.models.executor import Executor, LocalExecutor, Work
 from kgrag.models.usage import CountedCache, Usage
 from kgrag.progress import Progress
@@ -145,7 +145,7 @@ def runner(settings: EmbedderSettings, cache: CallCache) -> EmbedBackend:
     chosen = backend(settings.backend)
     if chosen.name == TORCH:
         return SentenceTransformerBackend(settings)
-    from kgrag.models.embed_runtime import ExportedBackend, calibration_texts
+    from kgrag.models.embed.runtime import ExportedBackend, calibration_texts
 
     return ExportedBackend(settings.path, settings.sha256, chosen,
                            cache.directory / "exported-embedders", calibration_texts)

@@ -4,7 +4,7 @@ Text-to-triples runs the spec's shared extraction (``extraction.method``) on eac
 retrieved passage instead of the paper's fine-tuned t2t model, cached like every
 extraction, and each relationship that states a predicate becomes the triple (source,
 predicate, target) as the method says (``ExtractionMethod.triples`` in
-``kgrag.graphs.extraction_methods``: with ``nlp`` the dependency-path label, and an
+``kgrag.graphs.extraction.methods``: with ``nlp`` the dependency-path label, and an
 unlabelled co-occurrence edge gives no triple; with ``llm`` the description; with
 ``hybrid`` the LLM's relation words, else the nlp label). Names are the extraction's
 normalised (upper-case) names, shown in the passage's own casing when it contains them.
@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgrag.graphs.extraction_methods import Inline, method_of
-from kgrag.graphs.nlp_extraction import Chunk
+from kgrag.graphs.extraction.methods import Inline, method_of
+from kgrag.graphs.extraction.nlp import Chunk
 from kgrag.training.ras_text import Triple
 
 
