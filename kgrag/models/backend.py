@@ -1,7 +1,7 @@
 """What the call cache needs of a model backend: the one interface that the in-process
 llama.cpp model (``kgrag.models.llamacpp.LlamaCppBackend``), a model server
 (``kgrag.models.served.ServerBackend``), a Ray actor pool
-(``kgrag.models.executor.RemoteBackend``) and the stand-ins of tests all implement, so
+(``kgrag.models.ray_actors.RemoteBackend``) and the stand-ins of tests all implement, so
 ``CachedLLM`` and the executors never ask which one computes a cache miss; likewise for
 embedders. Also what every LLM backend shares: its settings, what it returns and the
 sampling it pins."""

@@ -12,17 +12,8 @@ from dataclasses import dataclass
 
 from kgrag.contents.bipartite import keyword_degrees
 from kgrag.contents.entities import entity_degrees
-from kgrag.declarations import (
-    COUNT_MAX,
-    ITEMS_MAX,
-    SEED_MAX,
-    Config,
-    GraphKind,
-    GraphView,
-    Param,
-    Problem,
-    step_name,
-)
+from kgrag.declarations import Config, GraphKind, GraphView, Param, Problem, step_name
+from kgrag.limits import COUNT_MAX, ITEMS_MAX, SEED_MAX
 from kgrag.pipeline.plan import Plan
 
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from kgrag.declarations import ITEMS_MAX, Config, Param, Problem, Strategy
+from kgrag.declarations import Config, Param, Problem, Strategy
+from kgrag.limits import ITEMS_MAX
 from kgrag.retrieval.units import Evidence, Units
 
 if TYPE_CHECKING:

@@ -66,8 +66,9 @@ from kgrag.retrieval.layout import (
 )
 from kgrag.retrieval.local_search import LocalContext, LocalSearch, children_of
 from kgrag.retrieval.params import GRAPH_NAME, SKELETON, TOP_ENTITIES, theta
-from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
+from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Evidence, Units
+from kgrag.retrieval.walk_params import WALK_PARAMS, walk_problems
 
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.contents.dense import open_dense
-from kgrag.declarations import PLAIN_TEXT, Param, Strategy
+from kgrag.declarations import Param, Strategy
+from kgrag.limits import PLAIN_TEXT
 from kgrag.retrieval.params import TOP_K
 from kgrag.retrieval.units import Evidence, Units
 from kgrag.store.vectors import VectorTable

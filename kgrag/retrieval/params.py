@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kgrag.declarations import ITEMS_MAX, Param
+from kgrag.declarations import Param
+from kgrag.limits import ITEMS_MAX
 
 GRAPH_NAME = {"type": ["string", "null"]}
 

@@ -24,8 +24,9 @@ import numpy as np
 from kgrag.declarations import Config, GraphRef, Need, Param, Problem, Strategy
 from kgrag.errors import KgragError
 from kgrag.retrieval.params import HIERARCHY, SKELETON
-from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
+from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Evidence, Units
+from kgrag.retrieval.walk_params import WALK_PARAMS, walk_problems
 
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources

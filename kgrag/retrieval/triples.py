@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.contents.kg import KgIndex, Retrieval
-from kgrag.declarations import ITEMS_MAX, ROUNDS_MAX, Param, Strategy, TrainedRef
+from kgrag.declarations import Param, Strategy, TrainedRef
 from kgrag.kg.chains import chain_context, flat_context
+from kgrag.limits import ITEMS_MAX, ROUNDS_MAX
 from kgrag.retrieval.bm25 import Bm25Index
 from kgrag.retrieval.units import Evidence, Units
 from kgrag.training.reg import load_scorer

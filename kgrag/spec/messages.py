@@ -9,7 +9,7 @@ from typing import Any
 
 from jsonschema import ValidationError
 
-from kgrag.declarations import PLAIN_TEXT
+from kgrag.limits import PLAIN_TEXT
 from kgrag.spec.reading import AMBIGUOUS_BOOLEAN, AMBIGUOUS_NUMBER, quote, show
 from kgrag.spec.schema import VALIDATOR
 

@@ -23,20 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kgrag.declarations import (
-    COUNT_MAX,
-    ITEMS_MAX,
-    PLAIN_TEXT,
-    ROUNDS_MAX,
-    SEED_MAX,
-    WIDTH_MAX,
-    Config,
-    Param,
-    Problem,
-    Steps,
-    TrainingMethod,
-    step_name,
-)
+from kgrag.declarations import Config, Param, Problem, Steps, TrainingMethod, step_name
+from kgrag.limits import COUNT_MAX, ITEMS_MAX, PLAIN_TEXT, ROUNDS_MAX, SEED_MAX, WIDTH_MAX
 from kgrag.training.split import SPLIT_PARAMS, split_of
 
 NUMBER = {"type": "number", "minimum": 0}

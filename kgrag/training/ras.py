@@ -19,19 +19,8 @@ nothing):
 
 from __future__ import annotations
 
-from kgrag.declarations import (
-    COUNT_MAX,
-    PLAIN_TEXT,
-    ROUNDS_MAX,
-    SEED_MAX,
-    TOKENS_MAX,
-    WIDTH_MAX,
-    Config,
-    Param,
-    Steps,
-    TrainingMethod,
-    step_name,
-)
+from kgrag.declarations import Config, Param, Steps, TrainingMethod, step_name
+from kgrag.limits import COUNT_MAX, PLAIN_TEXT, ROUNDS_MAX, SEED_MAX, TOKENS_MAX, WIDTH_MAX
 from kgrag.training.split import SPLIT_PARAMS, split_of
 
 SETTINGS = ("layers", "encoder_hidden", "heads", "dropout", "lora_r", "lora_alpha", "lora_dropout",

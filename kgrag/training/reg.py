@@ -25,17 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kgrag.declarations import (
-    COUNT_MAX,
-    ROUNDS_MAX,
-    SEED_MAX,
-    WIDTH_MAX,
-    Config,
-    Param,
-    Steps,
-    TrainingMethod,
-    step_name,
-)
+from kgrag.declarations import Config, Param, Steps, TrainingMethod, step_name
+from kgrag.limits import COUNT_MAX, ROUNDS_MAX, SEED_MAX, WIDTH_MAX
 from kgrag.training.split import SPLIT_PARAMS, split_of
 
 

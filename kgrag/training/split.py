@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kgrag.declarations import SEED_MAX, Param
+from kgrag.declarations import Param
 from kgrag.eval.halves import seeded_share
+from kgrag.limits import SEED_MAX
 
 SPLIT_PARAMS = (
     Param("train_fraction", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},

@@ -10,8 +10,8 @@ from kgrag.models.backend import EmbedBackend, LLMBackend
 from kgrag.models.embed.backends import BACKENDS
 from kgrag.models.embed.embedder import EmbedderSettings, SentenceTransformerBackend
 from kgrag.models.embed.runtime import ExportedBackend, calibration_texts
-from kgrag.models.executor import RemoteBackend
 from kgrag.models.llamacpp import LlamaCppBackend
+from kgrag.models.ray_actors import RemoteBackend
 from kgrag.models.served import ServedModel, ServerBackend
 from tests.conftest import TOY_SETTINGS, RefusingBackend, ScriptedBackend
 from tests.standin import RuleLLM

@@ -21,8 +21,8 @@ from kgrag import api, cli
 from kgrag.errors import KgragError
 from kgrag.models.backend import LLMSettings
 from kgrag.models.cache import CallCache
-from kgrag.models.executor import ModelWorker
 from kgrag.models.llamacpp import LlamaCppBackend
+from kgrag.models.ray_actors import ModelWorker
 from kgrag.models.registry import file_sha256
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.pipeline.integrity import file_listing

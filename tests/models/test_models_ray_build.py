@@ -20,7 +20,7 @@ from kgrag.contents.dense import open_dense
 from kgrag.contents.metrics import read_metrics
 from kgrag.errors import KgragError
 from kgrag.graphs.extraction.nlp import BATCH_SIZE, Chunk, NlpExtractor
-from kgrag.models import executor as executors
+from kgrag.models import ray_actors
 from kgrag.models.cache import CallCache
 from kgrag.models.executor import RayExecutor
 from kgrag.models.pipelines import resolve_pipeline
@@ -159,7 +159,7 @@ def test_a_worker_killed_mid_step_costs_its_batch_only(tmp_path: Path, cluster: 
 
 def test_workers_lost_past_the_allowance_end_the_step_and_a_rerun_resumes(
         tmp_path: Path, cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executors, "LOSSES_ALLOWED", 0)
+    monkeypatch.setattr(ray_actors, "LOSSES_ALLOWED", 0)
     chunks = wiki_chunks()
     pipeline = resolve_pipeline("en_core_web_sm")
     cache = CallCache(tmp_path / "cache")

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from kgrag.declarations import PLAIN_TEXT, TOKENS_MAX, Config, ExtractionMethod, Param
+from kgrag.declarations import Config, ExtractionMethod, Param
 from kgrag.graphs.elements import Extraction, Relationship
 from kgrag.graphs.extraction.hybrid import HYBRID_VERSION, LLM_STRENGTH, Related, relate
 from kgrag.graphs.extraction.llm import extract
@@ -30,6 +30,7 @@ from kgrag.graphs.extraction.nlp import (
     NlpExtractor,
 )
 from kgrag.graphs.merge import DESCRIPTION_SEPARATOR
+from kgrag.limits import PLAIN_TEXT, TOKENS_MAX
 from kgrag.models.executor import LocalExecutor
 
 T = TypeVar("T")

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from kgrag.declarations import ITEMS_MAX, Param
+from kgrag.declarations import Param
 from kgrag.errors import KgragError
+from kgrag.limits import ITEMS_MAX
 from kgrag.retrieval.hugrag.graph import HugragGraph
 from kgrag.retrieval.hugrag.search import Walk, best_chunks
 

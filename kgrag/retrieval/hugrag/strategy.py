@@ -44,18 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kgrag.declarations import (
-    ITEMS_MAX,
-    ROUNDS_MAX,
-    Config,
-    GraphRef,
-    Group,
-    Need,
-    Param,
-    Problem,
-    Strategy,
-)
+from kgrag.declarations import Config, GraphRef, Group, Need, Param, Problem, Strategy
 from kgrag.errors import KgragError
+from kgrag.limits import ITEMS_MAX, ROUNDS_MAX
 from kgrag.retrieval.hugrag.budget import (
     GROUNDED_PARAMS,
     check_summary_share,
@@ -73,8 +64,9 @@ from kgrag.retrieval.hugrag.search import (
     relationships_among,
 )
 from kgrag.retrieval.params import HIERARCHY
-from kgrag.retrieval.ppr_search import WALK_PARAMS, PprSearch, walk_problems
+from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Evidence
+from kgrag.retrieval.walk_params import WALK_PARAMS, walk_problems
 
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources

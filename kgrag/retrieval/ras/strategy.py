@@ -8,19 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kgrag.declarations import (
-    ITEMS_MAX,
-    ROUNDS_MAX,
-    TOKENS_MAX,
-    Config,
-    ExtractionMethod,
-    Need,
-    Param,
-    Problem,
-    Strategy,
-    TrainedRef,
-)
+from kgrag.declarations import Config, ExtractionMethod, Need, Param, Problem, Strategy, TrainedRef
 from kgrag.graphs.extraction.methods import method_of
+from kgrag.limits import ITEMS_MAX, ROUNDS_MAX, TOKENS_MAX
 from kgrag.retrieval.ras.loop import RasStrategy, trained_elsewhere
 from kgrag.retrieval.ras.oracle import ORACLE_SOURCES
 

@@ -1,0 +1,84 @@
+"""What a personalised-PageRank walk takes from the spec (``WALK_PARAMS``): strategy
+``ppr``'s parameters, and those of the ppr channels of ``ket`` (``skeleton_search: ppr``)
+and ``hugrag`` (``entity_seeds: ppr``), with the checks they share (``walk_problems``).
+The walk itself is ``kgrag.retrieval.ppr_search``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kgrag.declarations import Config, Param, Problem
+from kgrag.graphs.extraction.methods import EXTRACTION_METHODS, method_of, parses
+from kgrag.limits import ITEMS_MAX, ROUNDS_MAX
+
+# A personalised-PageRank walk's parameters: strategy ppr's, and those of the ppr channels
+# of ket (skeleton_search: ppr) and hugrag (entity_seeds: ppr).
+WALK_PARAMS = (
+    Param("damping", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+          "probability that the walk follows an edge rather than restarting at the seeds; "
+          "HippoRAG's 0.5 keeps mass near the question's entities.", default=0.5),
+    Param("max_iterations", {"type": "integer", "minimum": 1, "maximum": ROUNDS_MAX},
+          "power-iteration steps at most (it stops earlier once an update changes the scores "
+          "by less than 1e-10).", default=50),
+    Param("dense_seeds", {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+          "share of the restart mass given to the dense_seed_chunks chunks nearest the "
+          "question, by their min-max normalised cosine (the passage nodes' own restart "
+          "mass); 0 seeds entities only. Default: 0.02 for strategy ppr, 0 for the ppr "
+          "channels of ket and hugrag. (HippoRAG 2's 0.05 is a per-passage weight beside "
+          "unnormalised entity weights, a far larger share.)", default=0),
+    Param("dense_seed_chunks", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
+          "how many of the chunks nearest the question share the dense_seeds mass.",
+          default=10),
+    Param("titles", {"type": "boolean"},
+          "each chunk's title is one more entity linked to the chunk (set false for corpora "
+          "whose titles are ids).", default=True),
+    Param("specific_steps", {"type": "boolean"},
+          "weight each entity–chunk edge by the entity's specificity (1 / chunks mentioning "
+          "it), so the walk leaves a chunk by its rare entities rather than hub concepts; "
+          "false weights every mention edge 1.", default=True),
+    Param("question_mentions", {"type": "boolean"},
+          "also seed from the question's mentions as the nlp extraction finds them in a chunk "
+          "(the same spaCy pipeline and rules), matched to graph names by normalised words. "
+          "Needs an extraction method that parses (nlp, hybrid). Left out: false (only graph "
+          "names found in the question).", off=False),
+    Param("nearest_names", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+          "link a question mention no graph name matches to the entity whose name embedding "
+          "is nearest, when the cosine is at least this value (needs question_mentions). "
+          "Embeds every entity name once (cached). Left out: off."),
+    Param("synonyms", {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+          "HippoRAG's synonym edges, weighted by their cosine, between entities whose name "
+          "embeddings are at least this close. Embeds every entity name once (cached). Left "
+          "out: no synonym edges."),
+    Param("phrases", {"enum": ["all", "named"]},
+          "which entities are phrase nodes: all (every extracted entity and noun chunk) or "
+          "named (named entities other than dates and numbers, and noun chunks that are or "
+          "hold a proper name; titles stay). Default: named for strategy ppr, all for the "
+          "ppr channels of ket and hugrag.", off="all"),
+    Param("relations", {"type": "boolean"},
+          "keep the entity–entity relationship edges; false walks the phrase–passage graph "
+          "alone. Left out: true.", off=True),
+    Param("fact_links", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
+          "HippoRAG 2's query-to-fact linking: the entities of the this-many relationships "
+          "(rendered as 'SUBJECT relation OBJECT') whose embeddings are nearest the "
+          "question's also seed the walk, weighted by similarity times specificity. Embeds "
+          "every relationship once (cached). Left out: names found in the question only."),
+    Param("name_links", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
+          "the this-many phrase nodes whose name embeddings are nearest the question's "
+          "vector also seed the walk, weighted by similarity times specificity. Embeds every "
+          "entity name once (cached). Left out: no name links."),
+)
+
+
+def walk_problems(index: int, entry: Config, spec: Config) -> Iterator[Problem]:
+    """The question-mention options need the nlp extraction's pipeline, and the
+    nearest-name fallback needs mentions to link."""
+    if entry.get("question_mentions") and not parses(method_of(spec["extraction"])):
+        yield ("query", index, "question_mentions"), (
+            "question_mentions finds mentions with the nlp extraction's spaCy pipeline; set "
+            f"extraction: {{method: nlp}} (or another method that parses: "
+            f"{', '.join(m.name for m in EXTRACTION_METHODS.values() if parses(m))})")
+    if entry.get("nearest_names") and not entry.get("question_mentions"):
+        yield ("query", index, "nearest_names"), (
+            "nearest_names links question mentions no name matches; set question_mentions: "
+            "true")
