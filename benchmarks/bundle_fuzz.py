@@ -19,6 +19,7 @@ seconds is a failure.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -26,19 +27,18 @@ import json
 import os
 import random
 import shutil
-import signal
 import sys
 import tarfile
 import tempfile
-import time
-import traceback
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mutants import Tally
+from mutants import report as mutants_report
 
 from kgrag.bundle.archive import INDEX, SEAL
 from kgrag.cli import main as kgrag_main
@@ -55,10 +55,6 @@ ELSEWHERE = ("../../../../elsewhere/SLIP.jsonl", "/tmp/kgrag-fuzz-abs", "project
              "x" * 5000, "project/specs/tiny.yaml/inner")
 VALUES: tuple[Json, ...] = (None, 0, -1, 2**70, 1.5, float("inf"), True, "", "text", [],
                             {}, [1, 2], {"a": 1}, "\udc80", 10**400)
-
-
-class Hung(Exception):
-    """A replay still running past the limit."""
 
 
 def made_bundle(folder: Path) -> Path:
@@ -203,17 +199,13 @@ MUTATIONS: tuple[Callable[[Json, Entries, random.Random], bytes], ...] = (
     delete_key, other_type, elsewhere, not_an_object, calls_line, member_bytes, file_bytes)
 
 
-def outcome(bundle: Path, parent: Path, limit: float) -> str:
+def outcome(bundle: Path, parent: Path) -> str:
     """"replayed" (exit 0) or "refused" (exit 2 with one error line); raises on anything
     else, or when a file appeared in ``parent`` beside the replay folder."""
     folder = parent / "replay"
     out, err = io.StringIO(), io.StringIO()
-    signal.setitimer(signal.ITIMER_REAL, limit)
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            code = kgrag_main(["replay", str(bundle), "--dir", str(folder)])
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+    with redirect_stdout(out), redirect_stderr(err):
+        code = kgrag_main(["replay", str(bundle), "--dir", str(folder)])
     stray = sorted(p.name for p in parent.iterdir() if p.name not in ("replay", bundle.name))
     if stray:
         raise AssertionError(f"wrote outside the replay folder: {stray}")
@@ -237,13 +229,9 @@ def _findings(message: str) -> bool:
 OUTCOMES = ("replayed", "refused", "failed", "hung")
 
 
-def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = print
-         ) -> tuple[Counter[str], Counter[str], list[str]]:
-    """Run ``mutants`` bundle mutants: outcome counts, mutation counts, and the failures."""
-    signal.signal(signal.SIGALRM, _hang)
-    outcomes: Counter[str] = Counter()
-    applied: Counter[str] = Counter()
-    failures: list[str] = []
+def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = print) -> Tally:
+    """Run ``mutants`` bundle mutants."""
+    tally = Tally()
     with tempfile.TemporaryDirectory(prefix="kgrag-bundle-fuzz-") as tmp:
         root = Path(tmp)
         os.environ["KGRAG_CACHE_DIR"] = str(root / "default-cache")  # not the user's
@@ -253,44 +241,18 @@ def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = pr
             rng = random.Random(f"{seed}:{number}")
             index, entries = entries_of(bundle)
             mutation = rng.choice(MUTATIONS)
-            applied[mutation.__name__] += 1
+            tally.applied[mutation.__name__] += 1
             parent = root / f"m{number}"
             parent.mkdir()
             mutant = parent / "mutant.tar.gz"
             mutant.write_bytes(mutation(index, entries, rng))
-            try:
-                result = outcome(mutant, parent, limit)
-            except Hung:
-                result = "hung"
-                failures.append(f"#{number} ({mutation.__name__}): still running after "
-                                f"{limit:g} s")
-            except BaseException as exc:  # what the fuzz looks for: anything else
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                result = "failed"
-                failures.append(f"#{number} ({mutation.__name__}): "
-                                f"{''.join(traceback.format_exception(exc, limit=-4))}")
-            outcomes[result] += 1
+            tally.judge(f"#{number} ({mutation.__name__})",
+                        functools.partial(outcome, mutant, parent), limit)
             shutil.rmtree(parent)
-            if (number + 1) % 100 == 0:
-                echo(f"{number + 1} mutants: {dict(outcomes)}")
-    return outcomes, applied, failures
-
-
-def _hang(_signum: int, _frame: Any) -> None:
-    raise Hung
+            tally.every_hundred(number, echo)
+    return tally
 
 
 def report(mutants: int, seed: int, limit: float) -> int:
     """Run the fuzz and print its figures; 1 if any mutant failed."""
-    started = time.monotonic()
-    outcomes, applied, failures = fuzz(mutants, seed, limit)
-    took = time.monotonic() - started
-    print(f"\n{mutants} bundle mutants (seed {seed}) in {took:.1f} s "
-          f"({took / max(mutants, 1) * 1000:.0f} ms a mutant)")
-    print("mutations: " + ", ".join(f"{k} {v}" for k, v in sorted(applied.items())))
-    for result in OUTCOMES:
-        print(f"  {result:<17} {outcomes[result]:>6}")
-    for failure in failures:
-        print(f"\nFAILED {failure}")
-    return 1 if failures else 0
+    return mutants_report("bundle", mutants, seed, lambda: fuzz(mutants, seed, limit), OUTCOMES)

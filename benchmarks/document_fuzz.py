@@ -17,23 +17,22 @@ another in it).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
 import resource
 import shutil
-import signal
 import struct
 import sys
 import tempfile
-import time
-import traceback
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mutants import Tally
+from mutants import report as mutants_report
 
 from kgrag.corpus.importers.files import import_documents
 from tests.corpus import bombs
@@ -42,10 +41,6 @@ from tests.corpus.own_docs import build
 Seeds = dict[str, bytes]  # file name → bytes
 ORDINARY = "# Rivers\n\nThe Rhone flows through Lyon and meets the Saone there.\n"
 SUFFIXES = (".md", ".txt", ".html", ".htm", ".pdf", ".docx")
-
-
-class Hung(Exception):
-    """An import still running past the limit."""
 
 
 def real_seeds(folder: Path) -> Seeds:
@@ -114,14 +109,10 @@ MUTATIONS: tuple[Callable[[bytes, random.Random], tuple[bytes, str]], ...] = (
     flip, cut, insert, other_suffix, bomb, lying_zip)
 
 
-def outcome(folder: Path, limit: float) -> str:
+def outcome(folder: Path) -> str:
     """What became of the mutant (its status in ``sources``); raises if the ordinary
     file beside it was not converted."""
-    signal.setitimer(signal.ITIMER_REAL, limit)
-    try:
-        corpus = import_documents(folder, {"dataset": "documents", "path": str(folder)})
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+    corpus = import_documents(folder, {"dataset": "documents", "path": str(folder)})
     statuses = dict(corpus.sources.select("file", "status").iter_rows())
     if statuses.pop("ordinary.md") != "converted":
         raise AssertionError("the ordinary file beside the mutant was not converted")
@@ -129,15 +120,11 @@ def outcome(folder: Path, limit: float) -> str:
     return str(status)
 
 
-def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = print
-         ) -> tuple[Counter[str], Counter[str], list[str]]:
-    """Run ``mutants`` document mutants: outcome counts, mutation counts, the failures."""
-    signal.signal(signal.SIGALRM, _hang)
+def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = print) -> Tally:
+    """Run ``mutants`` document mutants."""
     for name in ("kgrag", "pypdf"):  # each skip's warning is counted below; a damaged
         logging.getLogger(name).setLevel(logging.ERROR)  # PDF's fonts warn by the page
-    outcomes: Counter[str] = Counter()
-    applied: Counter[str] = Counter()
-    failures: list[str] = []
+    tally = Tally()
     with tempfile.TemporaryDirectory(prefix="kgrag-document-fuzz-") as tmp:
         root = Path(tmp)
         seeds = real_seeds(root / "seeds")
@@ -145,47 +132,22 @@ def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = pr
             rng = random.Random(f"{seed}:{number}")
             name = rng.choice(sorted(seeds))
             mutation = rng.choice(MUTATIONS)
-            applied[mutation.__name__] += 1
+            tally.applied[mutation.__name__] += 1
             data, suffix = mutation(seeds[name], rng)
             folder = root / f"m{number}"
             folder.mkdir()
             (folder / "ordinary.md").write_text(ORDINARY)
             (folder / f"mutant{suffix or Path(name).suffix}").write_bytes(data)
-            try:
-                result = outcome(folder, limit)
-            except Hung:
-                result = "hung"
-                failures.append(f"#{number} {name} ({mutation.__name__}): still running "
-                                f"after {limit:g} s")
-            except BaseException as exc:  # what the fuzz looks for: anything else
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                result = "failed"
-                failures.append(f"#{number} {name} ({mutation.__name__}): "
-                                f"{''.join(traceback.format_exception(exc, limit=-4))}")
-            outcomes[result] += 1
+            tally.judge(f"#{number} {name} ({mutation.__name__})",
+                        functools.partial(outcome, folder), limit)
             shutil.rmtree(folder)
-            if (number + 1) % 100 == 0:
-                echo(f"{number + 1} mutants: {dict(outcomes)}")
-    return outcomes, applied, failures
-
-
-def _hang(_signum: int, _frame: Any) -> None:
-    raise Hung
+            tally.every_hundred(number, echo)
+    return tally
 
 
 def report(mutants: int, seed: int, limit: float) -> int:
-    """Run the fuzz and print its figures; 1 if any mutant failed."""
-    started = time.monotonic()
-    outcomes, applied, failures = fuzz(mutants, seed, limit)
-    took = time.monotonic() - started
+    """Run the fuzz and print its figures (and the peak RSS); 1 if any mutant failed."""
+    code = mutants_report("document", mutants, seed, lambda: fuzz(mutants, seed, limit))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"\n{mutants} document mutants (seed {seed}) in {took:.1f} s "
-          f"({took / max(mutants, 1) * 1000:.0f} ms a mutant); peak RSS {peak_mb:,.0f} MB")
-    print("mutations: " + ", ".join(f"{k} {v}" for k, v in sorted(applied.items())))
-    for result, count in sorted(outcomes.items(), key=lambda item: -item[1]):
-        print(f"  {result:<17} {count:>6}")
-    for failure in failures:
-        print(f"\nFAILED {failure}")
-    return 1 if failures else 0
-
+    print(f"peak RSS of the process, every mutant included: {peak_mb:,.0f} MB")
+    return code

@@ -17,19 +17,19 @@ outcome; a traceback, a refused reply found in the cache, or a call still runnin
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import random
-import signal
 import sys
 import tempfile
-import time
-import traceback
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests' fake server
+
+from mutants import Tally
+from mutants import report as mutants_report
 
 from kgrag.errors import KgragError
 from kgrag.models import served
@@ -64,10 +64,6 @@ HEADS = (
 
 Json = dict[str, Any]
 Mutation = Callable[[Json, random.Random, FakeServer], Reply]
-
-
-class Hung(BaseException):
-    """A call outlived ``--limit``: raised by the timer, caught by nothing in kgrag."""
 
 
 def reply_for(chat: bool, text: str) -> Json:
@@ -188,12 +184,11 @@ def call(llm: CachedLLM, kind: str, number: int) -> Any:
     return llm.chat_json([{"role": "user", "content": prompt}], COLOR, max_tokens=16)
 
 
-def outcome(llm: CachedLLM, kind: str, number: int, limit: float) -> str:
+def outcome(llm: CachedLLM, kind: str, number: int) -> str:
     """"answered", "refused" (a ``KgragError``) or "invalid" (a JSON call whose every
     attempt failed validation); a refused reply found cached, or an answer that is not
     a text with its token counts, raises."""
     before = llm.cache.stats().entries
-    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         answer = call(llm, kind, number)
     except KgragError:
@@ -202,8 +197,6 @@ def outcome(llm: CachedLLM, kind: str, number: int, limit: float) -> str:
         return "refused"
     except InvalidOutput:
         return "invalid"
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
     if kind != "json":  # what was cached: a text and two token counts
         counts = (answer.tokens_in, answer.tokens_out)
         if not isinstance(answer.text, str) or not all(
@@ -215,9 +208,8 @@ def outcome(llm: CachedLLM, kind: str, number: int, limit: float) -> str:
 OUTCOMES = ("answered", "refused", "invalid", "failed", "hung")
 
 
-def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = print
-         ) -> tuple[Counter[str], Counter[str], list[str]]:
-    """Run ``mutants`` reply mutants: outcome counts, mutation counts, and the failures."""
+def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = print) -> Tally:
+    """Run ``mutants`` reply mutants."""
     served.BACKOFF_S = 0.01  # retries in milliseconds: a mutant is one quick call
     current = Reply()
     fake = FakeServer(lambda path, request: current, lifetime_s=24 * 3600)
@@ -225,8 +217,7 @@ def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = pr
              "timeout_s": TIMEOUT_S}
     model = resolve_llm_entry(entry, None, "models.llm")
     settings = LLMSettings(name=model.name, path=model.path, sha256=model.sha256)
-    signal.signal(signal.SIGALRM, _hang)
-    outcomes, applied, failures = Counter(), Counter(), []
+    tally = Tally()
     with tempfile.TemporaryDirectory(prefix="kgrag-reply-fuzz-") as folder:
         cache = CallCache(Path(folder) / "calls")
         try:
@@ -238,43 +229,18 @@ def fuzz(mutants: int, seed: int, limit: float, echo: Callable[[str], None] = pr
                 current = mutation(reply_for(kind != "complete",
                                              '{"color": "red"}' if kind == "json" else "Paris"),
                                    rng, fake)
-                applied[mutation.__name__] += 1
+                tally.applied[mutation.__name__] += 1
                 llm = CachedLLM(settings, cache, ServerBackend(model))
-                try:
-                    result = outcome(llm, kind, number, limit)
-                except Hung:
-                    result = "hung"
-                    failures.append(f"#{number} {kind} ({mutation.__name__}): still running "
-                                    f"after {limit:g} s")
-                except BaseException as exc:  # what the fuzz looks for: anything else
-                    if isinstance(exc, KeyboardInterrupt):
-                        raise
-                    result = "failed"
-                    failures.append(f"#{number} {kind} ({mutation.__name__}): "
-                                    f"{''.join(traceback.format_exception(exc, limit=-4))}")
-                outcomes[result] += 1
-                if (number + 1) % 100 == 0:
-                    echo(f"{number + 1} mutants: {dict(outcomes)}")
+                tally.judge(f"#{number} {kind} ({mutation.__name__})",
+                            functools.partial(outcome, llm, kind, number), limit)
+                tally.every_hundred(number, echo)
         finally:
             cache.close()
             fake.stop()
-    return outcomes, applied, failures
-
-
-def _hang(_signum: int, _frame: Any) -> None:
-    raise Hung
+    return tally
 
 
 def report(mutants: int, seed: int, limit: float) -> int:
     """Run the fuzz and print its figures; 1 if any mutant failed."""
-    started = time.monotonic()
-    outcomes, applied, failures = fuzz(mutants, seed, limit)
-    took = time.monotonic() - started
-    print(f"\n{mutants} server-reply mutants (seed {seed}) in {took:.1f} s "
-          f"({took / max(mutants, 1) * 1000:.0f} ms a mutant)")
-    print("mutations: " + ", ".join(f"{k} {v}" for k, v in sorted(applied.items())))
-    for result in OUTCOMES:
-        print(f"  {result:<17} {outcomes[result]:>6}")
-    for failure in failures:
-        print(f"\nFAILED {failure}")
-    return 1 if failures else 0
+    return mutants_report("server-reply", mutants, seed, lambda: fuzz(mutants, seed, limit),
+                          OUTCOMES)

@@ -243,7 +243,8 @@ def _read_pdf(data: bytes) -> Converted:
         title = None if reader.metadata is None else reader.metadata.get("/Title")
     except (FileNotDecryptedError, DependencyError) as exc:
         raise Unreadable("encrypted", f"the PDF cannot be decrypted ({exc})") from None
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, EOFError,
+            zlib.error, NotImplementedError) as exc:  # the last: a filter name damaged
         raise Unreadable("corrupt", f"not a readable PDF ({exc})") from None
     pages = rejoin_line_ends([_tidy(spell_out_ligatures(text)) for text in pages])
     blocks = [Block(text, number) for number, text in enumerate(pages, 1)]

@@ -8,6 +8,8 @@ import gzip
 import hashlib
 import io
 import json
+import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -278,3 +280,16 @@ def test_the_bundle_file_is_the_same_for_the_same_run(made, tmp_path):
         patch.setenv("KGRAG_CACHE_DIR", str(tmp_path / "cache"))
         assert main(["bundle", str(spec), "-o", str(again)]) == 0
     assert again.read_bytes() == bundle.read_bytes()
+
+
+def test_the_bundle_fuzz_ends_every_mutant_replayed_or_refused(tmp_path):
+    """``benchmarks/spec_fuzz.py --kind bundles`` on 12 mutants (the benchmark runs
+    1,000): a real bundle forged, damaged or mutated, each replayed in a folder of its own."""
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "spec_fuzz.py"),
+                           "--kind", "bundles", "--mutants", "12", "--seed", "0"],
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    counts = dict(re.findall(r"^  ([a-z]+) +(\d+)$", done.stdout, flags=re.MULTILINE))
+    assert counts["failed"] == counts["hung"] == "0"
+    assert int(counts["refused"]) > 0
