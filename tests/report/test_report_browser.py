@@ -139,7 +139,7 @@ def test_the_report_of_a_run_without_questions_opens_in_the_browser(
 FOLLOW_A_WALK = """(() => {
   const figure = document.querySelector('tr.walk svg.walk');
   const question = figure.closest('details.question');
-  const hidden = figure.getBoundingClientRect().width;
+  const hidden = !figure.checkVisibility();  // inside a closed question
   question.querySelector('summary').click();  // a person opens the question
   const box = figure.getBoundingClientRect();
   const seeds = [...figure.querySelectorAll('g.seed > title')].map(t => t.textContent);
@@ -149,7 +149,7 @@ FOLLOW_A_WALK = """(() => {
   link.dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, view: window}));
   const target = document.getElementById(link.getAttribute('href').slice(1));
   const landed = target.getBoundingClientRect();
-  return {hidden, width: box.width, height: box.height, seeds,
+  return {hidden, shown: figure.checkVisibility(), width: box.width, height: box.height, seeds,
           hrefs: chunks.map(a => a.getAttribute('href')),
           hover: link.querySelector('title').textContent,
           hash: location.hash, landedTop: landed.top, inView: landed.top >= 0
@@ -168,7 +168,7 @@ def test_a_walk_s_subgraph_is_drawn_and_its_chunks_lead_to_their_units(
     print(f"\nscreenshot of a walk's subgraph: {screenshot}")
     assert seen.errors == [] and seen.fetched == []
     found = seen.probed
-    assert found["hidden"] == 0 and found["width"] > 300 and found["height"] > 200
+    assert found["hidden"] and found["shown"] and found["width"] > 300 and found["height"] > 200
     rows = {row["question_id"]: row for row in read_retrieved(
         RunFolder.open(finished_run).artefact("retrieve.ppr")).iter_rows(named=True)}
     row = rows[found["question"]]
