@@ -93,8 +93,10 @@ def test_extractive_answers_on_real_documents_cite_units_that_hold_them(project,
     assert main(["query", str(spec), QUESTIONS[0]["question"]]) == 0
     out = capsys.readouterr().out
     answer = next(line for line in out.splitlines() if line.startswith("answer: "))
-    # a PDF titled by its path is named once: "ppr.pdf  (p. 3)"
-    assert re.search(r"ppr\.pdf  \(pp?\. ", out).start() < out.index(answer)
+    evidence = out[:out.index(answer)]  # printed before the answer: units with their files
+    assert re.search(r"  \([\w./-]+\.(pdf|md|docx)[,)]", evidence), evidence
+    assert all(re.search(r"ppr\.pdf, pp?\. \d", line)  # a PDF's unit names its page
+               for line in evidence.splitlines() if "ppr.pdf" in line), evidence
     cited = out.split(answer, 1)[1].strip().splitlines()
     heads, passages = cited[0::2], cited[1::2]  # "[n] title, source  (unit)", the passage
     units = [head.rsplit("(", 1)[1].rstrip(")") for head in heads]
