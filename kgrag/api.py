@@ -10,6 +10,7 @@ from typing import Any
 
 from kgrag.answer.parts import Part, context_parts
 from kgrag.answer.reader import read
+from kgrag.answer.spans import occurrence
 from kgrag.configuration import default_cache_dir
 from kgrag.contents.chunks import count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
@@ -184,12 +185,6 @@ class QueryResult:
     citations: list[Citation] | None = None  # with answer.cite: the units cited
 
 
-def _span(answer_text: str, text: str) -> tuple[int, int] | None:
-    """Where ``answer_text`` first occurs in ``text`` (case-insensitive), if it does."""
-    at = text.lower().find(answer_text.lower()) if answer_text else -1
-    return None if at < 0 else (at, at + len(answer_text))
-
-
 @dataclass(frozen=True)
 class Querier:
     """One query strategy of a spec, ready to answer: its index open, its models
@@ -256,7 +251,7 @@ class Querier:
         return Citation(number, unit or f"part {number}",
                         "" if index is None else evidence.titles[index],
                         "" if index is None else evidence.sources[index], part.text,
-                        _span(answer_text, part.text))
+                        occurrence(answer_text, part.text, ignore_case=True))
 
     def ask(self, question: str) -> QueryResult:
         """Retrieve for ``question`` and answer it from what was retrieved."""

@@ -148,6 +148,16 @@ def candidates(units: Sequence[str], question: str, limit: int | None) -> list[C
     return sorted(found.values(), key=lambda c: c.prior, reverse=True)[:limit]
 
 
+def occurrence(span: str, text: str, *, ignore_case: bool = False) -> tuple[int, int] | None:
+    """Where ``span`` first stands in ``text`` as whole words, if it does: not inside a
+    longer word or number ("1,000" does not stand in "1,000,000", "Lyon" not in "Lyonnais")."""
+    if not span.strip():
+        return None
+    pattern = rf"(?<!\w)(?<!\w[.,]){re.escape(span)}(?![.,]?\w)"
+    found = re.search(pattern, text, re.IGNORECASE if ignore_case else 0)
+    return None if found is None else found.span()
+
+
 def units_holding(text: str, units: Sequence[str]) -> list[int]:
-    """The (0-based) units that hold ``text`` verbatim, in order."""
-    return [i for i, unit in enumerate(units) if text in unit]
+    """The (0-based) units that hold ``text`` verbatim, as whole words, in order."""
+    return [i for i, unit in enumerate(units) if occurrence(text, unit) is not None]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgrag.answer.spans import candidates, read_question, units_holding
+from kgrag.answer.spans import candidates, occurrence, read_question, units_holding
 
 UNITS = [
     ("# Christmas Meeting of 1888\nThe Christmas Meeting of 1888 was a chess tournament held "
@@ -58,3 +58,15 @@ def test_limit_and_units_holding():
     assert len(candidates(UNITS, "What happened in 1888?", limit=2)) == 2
     assert units_holding("Copenhagen", UNITS) == [0, 1]
     assert units_holding("Lasker", UNITS) == [0]
+
+
+def test_a_span_is_held_only_as_whole_words():
+    """A citation is true by construction only if the unit holds the span itself: "1,000"
+    inside "1,000,000" or "Lyon" inside "Lyonnais" is another word (kgrag query once
+    marked »1,000«,000 as the answer)."""
+    units = ["It holds 1,000,000 rows.", "Batches of 1,000 documents.", "The Lyonnais hills."]
+    assert units_holding("1,000", units) == [1]
+    assert units_holding("Lyon", units) == []
+    assert occurrence("1,000", units[0] + " " + units[1]) == (36, 41)
+    assert occurrence("BATCHES", units[1], ignore_case=True) == (0, 7)
+    assert occurrence("  ", units[1]) is None
