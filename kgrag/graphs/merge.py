@@ -64,7 +64,7 @@ RELATIONSHIP_MEMBER_SCHEMA: dict[str, pl.DataType] = {
     "chunk_id": pl.String(), "source": pl.String(), "target": pl.String(),
     "description": pl.String(), "strength": pl.Int64(), "grounded": pl.Boolean()}
 MERGE_BATCH = 1000  # extractions reduced to member frames at a time
-PART_ROWS = 200_000  # members grouped at a time (``_by_part``)
+PART_ROWS = 50_000  # members grouped at a time (``_by_part``)
 
 Row = Mapping[str, Any]
 
@@ -113,27 +113,47 @@ def merge(extractions: Iterable[Extraction],
         relationship_parts.append(relationships)
     in_chunk_order = ["chunk_id", "seq"]  # chunk order, then arrival (within a chunk, the
     # extractor's): the order a stable sort of the extractions by chunk gives
-    entities = _arrived(entity_parts, ENTITY_MEMBER_SCHEMA)
-    relationships = _arrived(relationship_parts, RELATIONSHIP_MEMBER_SCHEMA)
-    return (_merged_entities(entities.with_columns(source_chunk_ids=pl.concat_list("chunk_id")),
-                             in_chunk_order),
-            _merged_relationships(relationships.with_columns(
-                weight=pl.col("strength"), source_chunk_ids=pl.concat_list("chunk_id")),
-                in_chunk_order))
+    # each kind's batches are dropped once sorted into parts, and those once merged
+    entities = _entity_parts(_arrived(entity_parts, ENTITY_MEMBER_SCHEMA).with_columns(
+        source_chunk_ids=pl.concat_list("chunk_id")), in_chunk_order)
+    entity_parts.clear()
+    merged_entities = _merged_entities(entities)
+    del entities
+    relationships = _relationship_parts(_arrived(
+        relationship_parts, RELATIONSHIP_MEMBER_SCHEMA).with_columns(
+        weight=pl.col("strength"), source_chunk_ids=pl.concat_list("chunk_id")), in_chunk_order)
+    relationship_parts.clear()
+    return merged_entities, _merged_relationships(relationships)
 
 
 def _member_frames(extractions: Sequence[Extraction]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One row per entity and per relationship of the extractions, in their order,
     each with its chunk: a batch's items as columns rather than Python objects."""
-    entities = pl.DataFrame(
-        [(x.chunk_id, e.name, e.type, e.description, e.grounded)
-         for x in extractions for e in x.entities],
-        schema=ENTITY_MEMBER_SCHEMA, orient="row")
-    relationships = pl.DataFrame(
-        [(x.chunk_id, r.source, r.target, r.description, r.strength, r.grounded)
-         for x in extractions for r in x.relationships],
-        schema=RELATIONSHIP_MEMBER_SCHEMA, orient="row")
-    return entities, relationships
+    entities = [(x.chunk_id, e) for x in extractions for e in x.entities]
+    relationships = [(x.chunk_id, r) for x in extractions for r in x.relationships]
+    return (pl.DataFrame([
+        _interned([c for c, _ in entities]), _interned([e.name for _, e in entities]),
+        _interned([e.type for _, e in entities]),
+        _interned([e.description for _, e in entities]),
+        pl.Series([e.grounded for _, e in entities], dtype=pl.Boolean)],
+        schema=ENTITY_MEMBER_SCHEMA),
+        pl.DataFrame([
+            _interned([c for c, _ in relationships]),
+            _interned([r.source for _, r in relationships]),
+            _interned([r.target for _, r in relationships]),
+            _interned([r.description for _, r in relationships]),
+            pl.Series([r.strength for _, r in relationships], dtype=pl.Int64),
+            pl.Series([r.grounded for _, r in relationships], dtype=pl.Boolean)],
+            schema=RELATIONSHIP_MEMBER_SCHEMA))
+
+
+def _interned(values: list[str]) -> pl.Series:
+    """``values`` with each distinct string's bytes stored once: a chunk's relationships
+    repeat its sentences, and its members its id. The distinct strings are gathered,
+    and a gathered string is a view into the bytes it was gathered from."""
+    first: dict[str, int] = {}
+    positions = [first.setdefault(value, len(first)) for value in values]
+    return pl.Series(list(first), dtype=pl.String).gather(positions)
 
 
 def _arrived(parts: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -145,46 +165,59 @@ def _arrived(parts: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.Da
 
 def merge_entities(groups: Mapping[str, Sequence[Row]]) -> pl.DataFrame:
     """The entity table of ``name → members`` (members in the order that breaks ties)."""
-    return _merged_entities(pl.DataFrame(
+    return _merged_entities(_entity_parts(pl.DataFrame(
         [{**member, "name": name} for name, members in groups.items() for member in members],
-        schema=ENTITY_FRAME_SCHEMA).with_row_index("seq"), ["seq"])
+        schema=ENTITY_FRAME_SCHEMA).with_row_index("seq"), ["seq"]))
 
 
 def merge_relationships(members: Iterable[Row]) -> pl.DataFrame:
     """The relationship table of ``members``, merged by unordered pair in the order given."""
-    return _merged_relationships(pl.DataFrame(
-        list(members), schema=RELATIONSHIP_FRAME_SCHEMA).with_row_index("seq"), ["seq"])
+    return _merged_relationships(_relationship_parts(pl.DataFrame(
+        list(members), schema=RELATIONSHIP_FRAME_SCHEMA).with_row_index("seq"), ["seq"]))
 
 
-def _merged_entities(members: pl.DataFrame, order: list[str]) -> pl.DataFrame:
-    """The entity table of member rows (``ENTITY_FRAME_SCHEMA``'s columns, and the
-    ``order`` columns that sort them into the order that breaks ties)."""
-    merged = _by_part(members, pl.col("name").hash(), order, _entity_groups)
+def _entity_parts(members: pl.DataFrame, order: list[str]) -> pl.DataFrame:
+    """Member rows (``ENTITY_FRAME_SCHEMA``'s columns, and the ``order`` columns that sort
+    them into the order that breaks ties) in parts by name (``_in_parts``)."""
+    return _in_parts(members, pl.col("name").hash(), order)
+
+
+def _relationship_parts(members: pl.DataFrame, order: list[str]) -> pl.DataFrame:
+    """Member rows (``RELATIONSHIP_FRAME_SCHEMA``'s columns, and the ``order`` columns)
+    less self-loops, in parts by unordered pair (``_in_parts``)."""
+    pair = pl.min_horizontal(pl.col("source").hash(), pl.col("target").hash())
+    return _in_parts(members.filter(pl.col("source") != pl.col("target")), pair, order)
+
+
+def _in_parts(members: pl.DataFrame, key: pl.Expr, order: list[str]) -> pl.DataFrame:
+    """The members sorted into parts of about ``PART_ROWS`` rows (column ``part``), each
+    part's rows in ``order``; ``key`` is equal over a group, so no group spans two parts.
+    A group-by's working memory is a few times its input's: merged a part at a time,
+    what the parts hold together is the merged rows."""
+    parts = max(1, -(-members.height // PART_ROWS))
+    return members.with_columns(part=key % parts).sort(["part", *order])
+
+
+def _merged_entities(parted: pl.DataFrame) -> pl.DataFrame:
+    """The entity table of members in parts (``_entity_parts``)."""
+    merged = _by_part(parted, _entity_groups)
     return merged.sort("name").select(list(ENTITY_FRAME_SCHEMA)).cast(ENTITY_FRAME_SCHEMA)
 
 
-def _merged_relationships(members: pl.DataFrame, order: list[str]) -> pl.DataFrame:
-    """The relationship table of member rows (``RELATIONSHIP_FRAME_SCHEMA``'s columns, and
-    the ``order`` columns), self-loops dropped, grouped by unordered pair."""
-    pair = pl.min_horizontal(pl.col("source").hash(), pl.col("target").hash())
-    merged = _by_part(members.filter(pl.col("source") != pl.col("target")), pair, order,
-                      _relationship_groups)
-    return (merged.sort("source", "target").select(list(RELATIONSHIP_FRAME_SCHEMA))
-            .cast(RELATIONSHIP_FRAME_SCHEMA))
+def _merged_relationships(parted: pl.DataFrame) -> pl.DataFrame:
+    """The relationship table of members in parts (``_relationship_parts``)."""
+    return (_by_part(parted, _relationship_groups).sort("source", "target")
+            .select(list(RELATIONSHIP_FRAME_SCHEMA)).cast(RELATIONSHIP_FRAME_SCHEMA))
 
 
-def _by_part(members: pl.DataFrame, key: pl.Expr, order: list[str],
-             merge_part: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.DataFrame:
-    """``merge_part`` on the members in parts of about ``PART_ROWS`` rows, each sorted by
-    ``order``, every group within one part (``key`` is equal over a group). A group-by's
-    working memory is a few times its input's, so parts bound it; what they hold
-    together is the merged rows."""
-    parts = max(1, -(-members.height // PART_ROWS))
-    if parts == 1:
-        return merge_part(members.sort(order))
-    part_of = members.select(key % parts).to_series()
-    return pl.concat([merge_part(members.filter(part_of == k).sort(order))
-                      for k in range(parts)])
+def _by_part(parted: pl.DataFrame, merge_part: Callable[[pl.DataFrame], pl.DataFrame]
+             ) -> pl.DataFrame:
+    """``merge_part`` on each part of ``parted`` (``_in_parts``), the results together."""
+    merged, start = [], 0
+    for rows in parted.get_column("part").unique_counts():
+        merged.append(merge_part(parted.slice(start, rows)))
+        start += rows
+    return pl.concat(merged) if merged else merge_part(parted)
 
 
 def _entity_groups(members: pl.DataFrame) -> pl.DataFrame:
