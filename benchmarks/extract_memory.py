@@ -54,7 +54,6 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=False)
     ctx = StepContext(Step("extract", "extract", {"method": "nlp"}, {"chunks": "chunks"}),
                       None, models, args.out, {"chunks": args.chunks})
-    ctx.progress = lambda items, total=None, desc="", unit="": items  # type: ignore[method-assign]
     base = rss_mb()
     started = time.perf_counter()
     extract_core.run(ctx)

@@ -21,6 +21,15 @@ be one entity. The rules are the same for both:
 Within one chunk the extractors merge repeats first (``add_relationship``): a pair
 stated again is one relationship, its descriptions joined and the higher strength
 kept, because a model restating a fact is not new evidence.
+
+Why columns rather than a Python object per member: at scale the merge held most of a
+build's memory (about 44 KB a chunk beside the extractions, docs/scale.md). So
+``merge`` reads the extractions ``MERGE_BATCH`` at a time into member frames (polars
+columns, a batch's repeated strings stored once), and the rules run as polars
+group-bys over parts of about ``PART_ROWS`` members, every group within one part.
+Polars keeps rows in order within a group, so each part is sorted into member order
+first and every first-seen rule reads it as the plain loops did; a strength is summed
+left to right as Python's ``sum`` does, so the tables keep their bytes.
 """
 
 from __future__ import annotations
@@ -201,13 +210,13 @@ def _in_parts(members: pl.DataFrame, key: pl.Expr, order: list[str]) -> pl.DataF
 def _merged_entities(parted: pl.DataFrame) -> pl.DataFrame:
     """The entity table of members in parts (``_entity_parts``)."""
     merged = _by_part(parted, _entity_groups)
-    return merged.sort("name").select(list(ENTITY_FRAME_SCHEMA)).cast(ENTITY_FRAME_SCHEMA)
+    return merged.sort("name").select(list(ENTITY_FRAME_SCHEMA)).cast(pl.Schema(ENTITY_FRAME_SCHEMA))
 
 
 def _merged_relationships(parted: pl.DataFrame) -> pl.DataFrame:
     """The relationship table of members in parts (``_relationship_parts``)."""
     return (_by_part(parted, _relationship_groups).sort("source", "target")
-            .select(list(RELATIONSHIP_FRAME_SCHEMA)).cast(RELATIONSHIP_FRAME_SCHEMA))
+            .select(list(RELATIONSHIP_FRAME_SCHEMA)).cast(pl.Schema(RELATIONSHIP_FRAME_SCHEMA)))
 
 
 def _by_part(parted: pl.DataFrame, merge_part: Callable[[pl.DataFrame], pl.DataFrame]
