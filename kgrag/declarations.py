@@ -19,7 +19,7 @@ published file is current, so editors keep ``schemas/pipeline.schema.json``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -282,7 +282,8 @@ class GraphKind:
 class ExtractionMethod:
     """An extraction method: its parameters; ``config(settings, models, llm_work)``, the
     ``extract`` steps' config (what their fingerprints cover); ``extract(chunks, config,
-    run)``, one ``Extraction`` per chunk; ``llm_calls_per_chunk``, its LLM requests per
+    run)``, one ``Extraction`` per chunk, in order (an iterator where the method streams
+    them); ``llm_calls_per_chunk``, its LLM requests per
     chunk at most (before retries); and ``triples(extraction, chunk)``, the (subject,
     predicate, object) triples a chunk's relationships state (RAS's text-to-triples).
     ``kgrag.graphs.extraction.methods`` declares them."""
@@ -291,7 +292,7 @@ class ExtractionMethod:
     summary: str
     params: tuple[Param, ...]
     config: Callable[..., Config]
-    extract: Callable[..., list[Any]]
+    extract: Callable[..., Iterable[Any]]
     llm_calls_per_chunk: int
     triples: Callable[..., list[tuple[str, str, str]]]
 

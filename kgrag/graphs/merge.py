@@ -21,12 +21,22 @@ be one entity. The rules are the same for both:
 Within one chunk the extractors merge repeats first (``add_relationship``): a pair
 stated again is one relationship, its descriptions joined and the higher strength
 kept, because a model restating a fact is not new evidence.
+
+Why columns rather than a Python object per member: at scale the merge held most of a
+build's memory (about 44 KB a chunk beside the extractions, docs/scale.md). So
+``merge`` reads the extractions ``MERGE_BATCH`` at a time into member frames (polars
+columns, a batch's repeated strings stored once), and the rules run as polars
+group-bys over parts of about ``PART_ROWS`` members, every group within one part.
+Polars keeps rows in order within a group, so each part is sorted into member order
+first and every first-seen rule reads it as the plain loops did; a strength is summed
+left to right as Python's ``sum`` does, so the tables keep their bytes.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -55,6 +65,16 @@ RELATIONSHIP_FRAME_SCHEMA: dict[str, pl.DataType] = {
     "grounded": pl.Boolean(),
 }
 
+# The members of one batch of extractions, each with its chunk (``merge``)
+ENTITY_MEMBER_SCHEMA: dict[str, pl.DataType] = {
+    "chunk_id": pl.String(), "name": pl.String(), "type": pl.String(),
+    "description": pl.String(), "grounded": pl.Boolean()}
+RELATIONSHIP_MEMBER_SCHEMA: dict[str, pl.DataType] = {
+    "chunk_id": pl.String(), "source": pl.String(), "target": pl.String(),
+    "description": pl.String(), "strength": pl.Int64(), "grounded": pl.Boolean()}
+MERGE_BATCH = 1000  # extractions reduced to member frames at a time
+PART_ROWS = 50_000  # members grouped at a time (``_by_part``)
+
 Row = Mapping[str, Any]
 
 
@@ -81,68 +101,178 @@ def add_relationship(relationships: dict[frozenset[str], Relationship],
         strength=max(kept.strength, relationship.strength))
 
 
-def merge(extractions: Iterable[Extraction]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def merge(extractions: Iterable[Extraction],
+          each_batch: Callable[[Sequence[Extraction]], None] = lambda batch: None
+          ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Merge per-chunk extractions into one entity table and one relationship table.
 
     Entities merge by normalised name, relationships by their unordered endpoint
     pair, by the rules of the module docstring. Failed extractions are skipped.
     Chunks are read in ``chunk_id`` order, so the tables do not depend on the order
-    extractions arrive in.
+    extractions arrive in. ``extractions`` is read ``MERGE_BATCH`` at a time, each
+    batch seen by ``each_batch`` (the extract step records its counts) and then
+    reduced to member frames, so an iterator of extractions is never held whole.
     """
-    ordered = sorted((x for x in extractions if not x.failed), key=lambda x: x.chunk_id)
-    entities: dict[str, list[Row]] = {}
-    relationships: list[Row] = []
-    for extraction in ordered:
-        chunk = [extraction.chunk_id]
-        for e in extraction.entities:
-            entities.setdefault(e.name, []).append(
-                {"type": e.type, "description": e.description, "source_chunk_ids": chunk,
-                 "grounded": e.grounded})
-        relationships += [
-            {"source": r.source, "target": r.target, "description": r.description,
-             "strength": r.strength, "weight": r.strength, "source_chunk_ids": chunk,
-             "grounded": r.grounded} for r in extraction.relationships]
-    return merge_entities(entities), merge_relationships(relationships)
+    entity_parts, relationship_parts = [], []
+    arriving = iter(extractions)
+    for batch in iter(lambda: list(itertools.islice(arriving, MERGE_BATCH)), []):
+        each_batch(batch)
+        entities, relationships = _member_frames([x for x in batch if not x.failed])
+        entity_parts.append(entities)
+        relationship_parts.append(relationships)
+    in_chunk_order = ["chunk_id", "seq"]  # chunk order, then arrival (within a chunk, the
+    # extractor's): the order a stable sort of the extractions by chunk gives
+    # each kind's batches are dropped once sorted into parts, and those once merged
+    entities = _entity_parts(_arrived(entity_parts, ENTITY_MEMBER_SCHEMA).with_columns(
+        source_chunk_ids=pl.concat_list("chunk_id")), in_chunk_order)
+    entity_parts.clear()
+    merged_entities = _merged_entities(entities)
+    del entities
+    relationships = _relationship_parts(_arrived(
+        relationship_parts, RELATIONSHIP_MEMBER_SCHEMA).with_columns(
+        weight=pl.col("strength"), source_chunk_ids=pl.concat_list("chunk_id")), in_chunk_order)
+    relationship_parts.clear()
+    return merged_entities, _merged_relationships(relationships)
+
+
+def _member_frames(extractions: Sequence[Extraction]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One row per entity and per relationship of the extractions, in their order,
+    each with its chunk: a batch's items as columns rather than Python objects."""
+    entities = [(x.chunk_id, e) for x in extractions for e in x.entities]
+    relationships = [(x.chunk_id, r) for x in extractions for r in x.relationships]
+    return (pl.DataFrame([
+        _interned([c for c, _ in entities]), _interned([e.name for _, e in entities]),
+        _interned([e.type for _, e in entities]),
+        _interned([e.description for _, e in entities]),
+        pl.Series([e.grounded for _, e in entities], dtype=pl.Boolean)],
+        schema=ENTITY_MEMBER_SCHEMA),
+        pl.DataFrame([
+            _interned([c for c, _ in relationships]),
+            _interned([r.source for _, r in relationships]),
+            _interned([r.target for _, r in relationships]),
+            _interned([r.description for _, r in relationships]),
+            pl.Series([r.strength for _, r in relationships], dtype=pl.Int64),
+            pl.Series([r.grounded for _, r in relationships], dtype=pl.Boolean)],
+            schema=RELATIONSHIP_MEMBER_SCHEMA))
+
+
+def _interned(values: list[str]) -> pl.Series:
+    """``values`` with each distinct string's bytes stored once: a chunk's relationships
+    repeat its sentences, and its members its id. The distinct strings are gathered,
+    and a gathered string is a view into the bytes it was gathered from."""
+    first: dict[str, int] = {}
+    positions = [first.setdefault(value, len(first)) for value in values]
+    return pl.Series(list(first), dtype=pl.String).gather(positions)
+
+
+def _arrived(parts: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """The batches' members as one frame (not copied together), numbered in arrival
+    order (``seq``)."""
+    members = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=schema)
+    return members.with_row_index("seq")
 
 
 def merge_entities(groups: Mapping[str, Sequence[Row]]) -> pl.DataFrame:
     """The entity table of ``name → members`` (members in the order that breaks ties)."""
-    rows = []
-    for name in sorted(groups):
-        members = groups[name]
-        types = Counter(m["type"] for m in members if m["type"] != "other")
-        rows.append({
-            "name": name,
-            "type": types.most_common(1)[0][0] if types else "other",
-            "description": join_descriptions(m["description"] for m in members),
-            "source_chunk_ids": _pooled(members),
-            "grounded": any(m["grounded"] for m in members),
-        })
-    return pl.DataFrame(rows, schema=ENTITY_FRAME_SCHEMA)
+    return _merged_entities(_entity_parts(pl.DataFrame(
+        [{**member, "name": name} for name, members in groups.items() for member in members],
+        schema=ENTITY_FRAME_SCHEMA).with_row_index("seq"), ["seq"]))
 
 
 def merge_relationships(members: Iterable[Row]) -> pl.DataFrame:
     """The relationship table of ``members``, merged by unordered pair in the order given."""
-    pairs: dict[frozenset[str], list[Row]] = {}
-    for member in members:
-        if member["source"] != member["target"]:
-            pairs.setdefault(frozenset((member["source"], member["target"])), []).append(member)
-    rows = []
-    for seen in pairs.values():
-        chunks = [max(1, len(m["source_chunk_ids"])) for m in seen]
-        rows.append({
-            "source": seen[0]["source"],
-            "target": seen[0]["target"],
-            "description": join_descriptions(m["description"] for m in seen),
-            "strength": sum(float(m["strength"]) * c for m, c in zip(seen, chunks)) / sum(chunks),
-            "weight": sum(int(m["weight"]) for m in seen),
-            "source_chunk_ids": _pooled(seen),
-            "grounded": any(m["grounded"] for m in seen),
-        })
-    rows.sort(key=lambda row: (row["source"], row["target"]))
-    return pl.DataFrame(rows, schema=RELATIONSHIP_FRAME_SCHEMA)
+    return _merged_relationships(_relationship_parts(pl.DataFrame(
+        list(members), schema=RELATIONSHIP_FRAME_SCHEMA).with_row_index("seq"), ["seq"]))
 
 
-def _pooled(members: Sequence[Row]) -> list[str]:
-    """The members' source chunks, distinct, in member order."""
-    return list(dict.fromkeys(c for m in members for c in m["source_chunk_ids"]))
+def _entity_parts(members: pl.DataFrame, order: list[str]) -> pl.DataFrame:
+    """Member rows (``ENTITY_FRAME_SCHEMA``'s columns, and the ``order`` columns that sort
+    them into the order that breaks ties) in parts by name (``_in_parts``)."""
+    return _in_parts(members, pl.col("name").hash(), order)
+
+
+def _relationship_parts(members: pl.DataFrame, order: list[str]) -> pl.DataFrame:
+    """Member rows (``RELATIONSHIP_FRAME_SCHEMA``'s columns, and the ``order`` columns)
+    less self-loops, in parts by unordered pair (``_in_parts``)."""
+    pair = pl.min_horizontal(pl.col("source").hash(), pl.col("target").hash())
+    return _in_parts(members.filter(pl.col("source") != pl.col("target")), pair, order)
+
+
+def _in_parts(members: pl.DataFrame, key: pl.Expr, order: list[str]) -> pl.DataFrame:
+    """The members sorted into parts of about ``PART_ROWS`` rows (column ``part``), each
+    part's rows in ``order``; ``key`` is equal over a group, so no group spans two parts.
+    A group-by's working memory is a few times its input's: merged a part at a time,
+    what the parts hold together is the merged rows."""
+    parts = max(1, -(-members.height // PART_ROWS))
+    return members.with_columns(part=key % parts).sort(["part", *order])
+
+
+def _merged_entities(parted: pl.DataFrame) -> pl.DataFrame:
+    """The entity table of members in parts (``_entity_parts``)."""
+    merged = _by_part(parted, _entity_groups)
+    return merged.sort("name").select(list(ENTITY_FRAME_SCHEMA)).cast(pl.Schema(ENTITY_FRAME_SCHEMA))
+
+
+def _merged_relationships(parted: pl.DataFrame) -> pl.DataFrame:
+    """The relationship table of members in parts (``_relationship_parts``)."""
+    return (_by_part(parted, _relationship_groups).sort("source", "target")
+            .select(list(RELATIONSHIP_FRAME_SCHEMA)).cast(pl.Schema(RELATIONSHIP_FRAME_SCHEMA)))
+
+
+def _by_part(parted: pl.DataFrame, merge_part: Callable[[pl.DataFrame], pl.DataFrame]
+             ) -> pl.DataFrame:
+    """``merge_part`` on each part of ``parted`` (``_in_parts``), the results together."""
+    merged, start = [], 0
+    for rows in parted.get_column("part").unique_counts():
+        merged.append(merge_part(parted.slice(start, rows)))
+        start += rows
+    return pl.concat(merged) if merged else merge_part(parted)
+
+
+def _entity_groups(members: pl.DataFrame) -> pl.DataFrame:
+    """Entity rows of members sorted in tie order, grouped by name. Polars keeps the rows'
+    order within a group, which is the member order every rule reads."""
+    members = members.with_row_index("order")
+    # Counter.most_common's tie rule: the type seen first among the most frequent
+    types = (members.filter(pl.col("type") != "other")
+             .group_by("name", "type").agg(pl.len().alias("seen"), pl.col("order").min())
+             .sort(["name", "seen", "order"], descending=[False, True, False])
+             .group_by("name", maintain_order=True).agg(pl.col("type").first()))
+    merged = members.group_by("name").agg(_descriptions(), _pooled(),
+                                         pl.col("grounded").any())
+    return (merged.join(types, on="name", how="left")
+            .with_columns(pl.col("type").fill_null("other"), _joined()))
+
+
+def _relationship_groups(members: pl.DataFrame) -> pl.DataFrame:
+    """Relationship rows of members sorted in tie order, grouped by unordered pair."""
+    source, target = pl.col("source"), pl.col("target")
+    chunks = pl.col("source_chunk_ids").list.len().clip(lower_bound=1)
+    return (members
+            .with_columns(low=pl.when(source <= target).then(source).otherwise(target),
+                          high=pl.when(source <= target).then(target).otherwise(source))
+            .group_by("low", "high").agg(
+                source.first(), target.first(), _descriptions(),
+                # summed left to right (a running sum), as Python's sum adds floats
+                strength=(pl.col("strength").cast(pl.Float64) * chunks).cum_sum().last()
+                / chunks.sum(),
+                weight=pl.col("weight").sum(), source_chunk_ids=_pooled(),
+                grounded=pl.col("grounded").any())
+            .with_columns(_joined()))
+
+
+def _descriptions() -> pl.Expr:
+    """A group's description parts, distinct, in member order (``join_descriptions``)."""
+    return (pl.col("description").str.split(DESCRIPTION_SEPARATOR).explode()
+            .unique(maintain_order=True))
+
+
+def _joined() -> pl.Expr:
+    """The parts of ``_descriptions``, empty ones left out, joined."""
+    return (pl.col("description").list.filter(pl.element() != "")
+            .list.join(DESCRIPTION_SEPARATOR))
+
+
+def _pooled() -> pl.Expr:
+    """A group's source chunks, distinct, in member order."""
+    return pl.col("source_chunk_ids").explode().drop_nulls().unique(maintain_order=True)

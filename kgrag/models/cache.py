@@ -204,6 +204,19 @@ class CallCache:
         self._count(model, "misses", len(keys) - hits)
         return payloads
 
+    def stored(self, keys: list[str]) -> list[dict[str, Any]]:
+        """The payloads of keys this run already looked up or stored, read again; counts
+        and records nothing (``get_or_compute_many`` did). A streaming caller reads a
+        batch's payloads back when it needs them instead of holding every batch's. Raises
+        when one is gone (the cache was cleared meanwhile)."""
+        payloads = self._load_many(keys)
+        missing = list(dict.fromkeys(k for k, payload in zip(keys, payloads) if payload is None))
+        if missing:
+            raise KgragError(
+                f"the cache at {self.directory} lost {len(missing)} entries while the run "
+                f"used them (first: {missing[0]}); run the step again to recompute them")
+        return [payload for payload in payloads if payload is not None]
+
     def set_many(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         """Batch store in one transaction."""
         with storing(self.directory), self._cache.transact():

@@ -74,17 +74,29 @@ def extract_core(ctx: StepContext) -> None:
                         titled=pl.col("context") == unit_text(with_title=True))
     chunks = [Chunk(chunk_id, text, title if titled else None)
               for chunk_id, title, text, titled in shown.iter_rows()]
-    extractions = method_of(ctx.config).extract(chunks, ctx.config, ctx)
-    entities, relationships = merge(extractions)
-    write_extraction(ctx.out_dir, counts_frame(extractions), entities, relationships)
-    failed = [x.chunk_id for x in extractions if x.failed]
-    ctx.notes.update(
-        core_chunks=len(extractions), attempts=sum(x.attempts for x in extractions),
-        failed_chunks=failed,
-        parsed_first_try=round(sum(x.attempts == 1 and not x.failed for x in extractions)
-                               / max(1, len(extractions)), 4),
-        empty_chunks=sum(not x.failed and not x.entities for x in extractions),
-        entities=entities.height, relationships=relationships.height)
+    recorded: list[pl.DataFrame] = []  # each batch's counts, as the merge reads it
+    entities, relationships = merge(method_of(ctx.config).extract(chunks, ctx.config, ctx),
+                                    lambda batch: recorded.append(counts_frame(batch)))
+    counts = pl.concat(recorded).rechunk() if recorded else counts_frame([])
+    write_extraction(ctx.out_dir, counts, entities, relationships)
+    ctx.notes.update(**_extraction_notes(counts), entities=entities.height,
+                     relationships=relationships.height)
+
+
+def _extraction_notes(counts: pl.DataFrame) -> dict[str, Any]:
+    """The extract step's notes on its chunks, from their counts (``counts_frame``)."""
+    if counts.is_empty():
+        return {"core_chunks": 0, "attempts": 0, "failed_chunks": [], "parsed_first_try": 0.0,
+                "empty_chunks": 0}
+    ok = pl.col("error").is_null()
+    tally = counts.select(
+        attempts=pl.col("attempts").sum(),
+        first_try=(ok & (pl.col("attempts") == 1)).sum(),
+        empty=(ok & (pl.col("entities") == 0)).sum()).row(0, named=True)
+    return {"core_chunks": counts.height, "attempts": tally["attempts"],
+            "failed_chunks": counts.filter(~ok)["chunk_id"].to_list(),
+            "parsed_first_try": round(tally["first_try"] / counts.height, 4),
+            "empty_chunks": tally["empty"]}
 
 
 def skeleton_calls(config: dict[str, Any], counts: Counts) -> int | None:

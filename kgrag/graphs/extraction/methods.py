@@ -83,7 +83,7 @@ def parses(method: ExtractionMethod) -> bool:
     return PIPELINE in method.params
 
 
-def _extract_llm(chunks: list[Chunk], cfg: Config, run: Run) -> list[Extraction]:
+def _extract_llm(chunks: list[Chunk], cfg: Config, run: Run) -> Iterable[Extraction]:
     """One constrained call per chunk on its retrieval unit (title line included)."""
 
     def extract_one(llm: Any, chunk: tuple[str, str]) -> Extraction:
@@ -96,17 +96,18 @@ def _extract_llm(chunks: list[Chunk], cfg: Config, run: Run) -> list[Extraction]
                          desc="extract", unit="chunk")
 
 
-def _extract_nlp(chunks: list[Chunk], cfg: Config, run: Run) -> list[Extraction]:
+def _extract_nlp(chunks: list[Chunk], cfg: Config, run: Run) -> Iterable[Extraction]:
     """The spaCy pipeline on each chunk's text; the title counts only where the unit
-    shows it, as the LLM would see it only there."""
+    shows it, as the LLM would see it only there. Every chunk is parsed before this
+    returns; the extractions stream from the cache (``NlpExtractor.stream``)."""
     extractor = NlpExtractor(run.models.pipeline, run.models.cache, executor=run.executor)
-    extractions = extractor.extract(
+    extractions = extractor.stream(
         chunks, lambda docs, total: run.progress(docs, total=total, desc="extract", unit="chunk"))
     run.notes.update(parsed=extractor.parsed, parse_cache_hits=extractor.cache_hits)
     return extractions
 
 
-def _extract_hybrid(chunks: list[Chunk], cfg: Config, run: Run) -> list[Extraction]:
+def _extract_hybrid(chunks: list[Chunk], cfg: Config, run: Run) -> Iterable[Extraction]:
     """The nlp extraction, then one constrained call per chunk relating its entities on
     its retrieval unit; what happened to each call is counted in the notes."""
     nlp = _extract_nlp(chunks, cfg, run)

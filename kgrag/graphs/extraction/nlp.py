@@ -53,6 +53,7 @@ from kgrag.models.pipelines import ResolvedPipeline, load_pipeline
 
 NLP_EXTRACTOR_VERSION = "2"  # bump when a rule here or in mentions.py changes its output
 BATCH_SIZE = 64
+STREAM_BATCH = 1000  # chunks whose extractions are read back from the cache at a time
 LABELLED_STRENGTH = 8
 COOCCURRENCE_STRENGTH = 2
 # Two mentions relate when at most this many dependency arcs part them: a verb's
@@ -228,19 +229,30 @@ class NlpExtractor:
 
     def extract(self, chunks: Sequence[Chunk], progress: Callable[[Iterable, int], Iterable]
                 = lambda items, total: items) -> list[Extraction]:
-        """One ``Extraction`` per chunk, in order; ``progress`` counts the chunks as their
-        batches finish."""
+        """One ``Extraction`` per chunk, in order (``stream``'s, held in a list)."""
+        return list(self.stream(chunks, progress))
+
+    def stream(self, chunks: Sequence[Chunk], progress: Callable[[Iterable, int], Iterable]
+               = lambda items, total: items) -> Iterator[Extraction]:
+        """Every chunk parsed or found in the cache, then its ``Extraction``, in order.
+
+        The parses are done when this returns; ``progress`` counts the chunks as their
+        batches finish. A batch's payloads are dropped once stored, and the extractions
+        are read back from the cache ``STREAM_BATCH`` chunks at a time as the iterator
+        is consumed, so no one holds every chunk's payload or ``Extraction`` at once
+        (the cache answers the second read from the same entries, so it is the first's).
+        """
         keys = [self._key(c) for c in chunks]
         first = dict(zip(keys, chunks))  # a key's chunks have one text and title
         distinct = list(first)
         batches = [distinct[k:k + BATCH_SIZE] for k in range(0, len(distinct), BATCH_SIZE)]
 
-        def parse(work: Any, batch: list[str]) -> list[tuple[dict[str, Any], bool]]:
-            payloads, computed = self.cache.get_or_compute_many(
+        def parse(work: Any, batch: list[str]) -> list[bool]:
+            _, computed = self.cache.get_or_compute_many(
                 batch, self.pipeline.name,
                 lambda todo: work([(first[batch[i]].text, first[batch[i]].title)
                                    for i in todo]))
-            return list(zip(payloads, computed))
+            return computed
 
         def each_chunk(batches_done: Iterable[list]) -> Iterator[None]:
             for done in batches_done:
@@ -248,12 +260,16 @@ class NlpExtractor:
 
         results = self.executor.map_work(self.parser, parse, batches,
                                          lambda done: progress(each_chunk(done), len(distinct)))
-        found = {key: payload for batch, parsed in zip(batches, results)
-                 for key, (payload, _) in zip(batch, parsed)}
-        parsed_now = sum(computed for parsed in results for _, computed in parsed)
+        parsed_now = sum(sum(computed) for computed in results)
         self.parsed += parsed_now
         self.cache_hits += len(chunks) - parsed_now
-        return [_extraction(c.chunk_id, found[key]) for c, key in zip(chunks, keys)]
+        return self._read_back(chunks, keys)
+
+    def _read_back(self, chunks: Sequence[Chunk], keys: list[str]) -> Iterator[Extraction]:
+        for k in range(0, len(chunks), STREAM_BATCH):
+            payloads = self.cache.stored(keys[k:k + STREAM_BATCH])
+            yield from (_extraction(c.chunk_id, payload)
+                        for c, payload in zip(chunks[k:k + STREAM_BATCH], payloads))
 
 
 def _payload(entities: tuple[Entity, ...], relationships: tuple[Relationship, ...],
