@@ -72,7 +72,8 @@ def answer_all(session: api.Session, table: pl.DataFrame, contexts: list, layout
             table["supporting_doc_ids"].to_list()):
         before = llm.usage.snapshot()
         started = time.perf_counter()
-        reply = read(llm, [p.text for p in parts], question, settings, layout)
+        reply = read(llm, [p.text for p in parts], question, settings, layout,
+                     session.models.embedder)
         seconds = time.perf_counter() - started
         print(f"  [{mode}] {len(out['em']) + 1}/{table.height} {seconds:.1f}s", file=sys.stderr,
               flush=True)

@@ -236,8 +236,10 @@ class Querier:
         section makes it (``kgrag.answer.reader``), with the parts it cites when it cites
         (``answer.cite``, or an extractive answer)."""
         answering = self.session.spec.answer
-        reply = read(self.session.models.llm("answerer"), [p.text for p in evidence.parts],
-                     evidence.question, answering, evidence.context)
+        models = self.session.models
+        reply = read(models.llm("answerer"), [p.text for p in evidence.parts],
+                     evidence.question, answering, evidence.context,
+                     models.embedder if answering.get("mode") == "extractive" else None)
         cites = answering.get("cite") or answering.get("mode") == "extractive"
         citations = ([self._citation(evidence, n, reply.text) for n in reply.cited]
                      if cites else None)

@@ -35,10 +35,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kgrag.answer.focus import focused
 from kgrag.answer.generate import INSUFFICIENT, MAX_CITATIONS, answer, completion_prompt
 from kgrag.answer.hygiene import mend
 from kgrag.answer.matching import f1_score
 from kgrag.answer.spans import YES_NO, Candidate, candidates, read_question, units_holding
+from kgrag.models.embed.embedder import CachedEmbedder
 from kgrag.models.llm import CachedLLM, Score
 
 DEFAULT_CANDIDATES = 24
@@ -84,10 +86,13 @@ def nearest(free: str, pool: Sequence[Candidate]) -> Candidate | None:
 
 def extractive_answer(llm: CachedLLM, units: Sequence[str], question: str, *,
                       style: str, max_tokens: int | None, context: str | None = None,
-                      limit: int = DEFAULT_CANDIDATES) -> Extracted:
-    """The span of ``units`` nearest the free answer to ``question`` (written from
-    ``context`` when given, the strategy's own layout; else from the units), or the one
-    the LLM scores best when none is near."""
+                      limit: int = DEFAULT_CANDIDATES, focus: int = 0,
+                      embedder: CachedEmbedder | None = None) -> Extracted:
+    """The span of ``units`` nearest the free answer to ``question``, or the one the LLM
+    scores best when none is near. The free answer is written from the ``focus`` sentences
+    of the units most like the question (``kgrag.answer.focus``, by ``embedder``) when
+    ``focus`` is set; else from ``context`` when given (the strategy's own layout), else
+    from the units."""
     if read_question(question).yes_no and units:
         values, tokens = _scored(llm, units, question,
                                  [f" {word.capitalize()}" for word in YES_NO])
@@ -96,6 +101,9 @@ def extractive_answer(llm: CachedLLM, units: Sequence[str], question: str, *,
     pool = candidates(units, question, None)
     if not pool:
         return Extracted(INSUFFICIENT, [], "escape", 0, 0, 0)
+    if focus:
+        assert embedder is not None, "a focused answer needs the embedder"
+        context = focused(units, question, embedder, focus)
     free, completion = answer(llm, "\n\n".join(units) if context is None else context,
                               question, max_tokens=max_tokens, style=style)
     chosen = nearest(mend(free, units, question)[0], pool)

@@ -97,7 +97,8 @@ def read_question(question: str) -> Question:
 
 
 @functools.cache
-def _nlp() -> Any:
+def nlp() -> Any:
+    """The spaCy pipeline spans and sentences come from, loaded once."""
     return load_pipeline(resolve_pipeline(PIPELINE))
 
 
@@ -122,7 +123,7 @@ def candidates(units: Sequence[str], question: str, limit: int | None) -> list[C
         return []
     options = [set(words(o)) - _STOP for o in asked.options]
     found: dict[str, Candidate] = {}
-    for index, doc in enumerate(_nlp().pipe(units, disable=["lemmatizer"])):
+    for index, doc in enumerate(nlp().pipe(units, disable=["lemmatizer"])):
         spans: list[tuple[Any, str]] = [(_trimmed(e), e.label_) for e in doc.ents]
         spans += [(_trimmed(c), "NOUN") for c in doc.noun_chunks]
         spans += [(doc[t.i:t.i + 1], "CARDINAL") for t in doc if t.like_num]

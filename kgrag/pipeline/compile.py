@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kgrag.answer.reader import focus_of
 from kgrag.configuration import Spec, thaw
 from kgrag.contents.training import model_dir
 from kgrag.corpus.convert import CONVERTER_VERSION
@@ -168,6 +169,8 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
             evaluate_inputs[f"{role}.{name}"] = resolve(need, strategy)  # structural metrics
         if answering:
             settings = {**thaw(spec.answer), "llm": llm}
+            if settings.get("mode") == "extractive" and focus_of(settings):
+                settings["embedder"] = embedder  # it picks the evidence sentences
             if "questions" in strategy:  # it retrieved for its first N: answer at most those
                 settings["questions"] = min(strategy["questions"],
                                             settings["questions"] or strategy["questions"])

@@ -52,7 +52,7 @@ def gold_parts(table: pl.DataFrame, chunks: pl.DataFrame) -> list[list[Part]]:
             for docs in table["supporting_doc_ids"].to_list()]
 
 
-@step_kind("answer", "4", max_llm_calls=answered)
+@step_kind("answer", "5", max_llm_calls=answered)
 def answer_questions(ctx: StepContext) -> None:
     questions = read_questions(ctx.input("corpus"))
     retrieved = read_retrieved(ctx.input("retrieve"))
@@ -70,12 +70,13 @@ def answer_questions(ctx: StepContext) -> None:
     layouts = (table["context"] if ctx.config.get("context") != "gold"
                else [None] * table.height)
     llm = ctx.models.llm("answerer")
+    embedder = ctx.models.embedder if "embedder" in ctx.config else None  # answer.focus
     kinds: Counter[str]
     rows, citations, kinds = [], [], Counter()
     for qid, question, parts, layout in ctx.progress(
             zip(table["question_id"], table["question"], contexts, layouts),
             total=table.height, desc="answer", unit="question"):
-        reply = read(llm, [p.text for p in parts], question, ctx.config, layout)
+        reply = read(llm, [p.text for p in parts], question, ctx.config, layout, embedder)
         kinds[reply.kind] += 1
         rows.append({"question_id": qid, "answer": reply.text, "tokens_in": reply.tokens_in,
                      "tokens_out": reply.tokens_out})

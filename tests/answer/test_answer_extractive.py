@@ -16,7 +16,7 @@ UNITS = [
     "# Copenhagen\nCopenhagen is the capital of Denmark. About 1,300,000 people live there.",
 ]
 SETTINGS = {"mode": "extractive", "cite": True, "prompt": "completion", "length": "short",
-            "max_tokens": None}
+            "max_tokens": None, "focus": 0}  # the whole context (focus: test_answer_focus)
 QUESTION = "Who won the chess tournament held in Copenhagen?"
 
 
