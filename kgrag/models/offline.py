@@ -30,4 +30,4 @@ def offline() -> None:
     def declined(self: Any, enable_opt_in_dialog: bool, disable_in_ci: bool = False) -> Any:
         return ConsentCheckResult.DECLINED
 
-    OptInChecker.check = declined  # type: ignore[method-assign]
+    OptInChecker.check = declined
