@@ -25,7 +25,9 @@ and the question's vector meets rendered facts or phrase names to seed beyond ex
 names (``kgrag.retrieval.fact_links``), each link weighted by its similarity.
 
 Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
-``PprSearch``. Chunks with mass rank by it (ties by dense rank), then the remaining
+``PprSearch``; with ``walk: push``, its local forward push at ``push_epsilon`` (the same
+restart vector and damping; the iteration cap does not apply), whose mass is zero on the
+nodes it did not reach. Chunks with mass rank by it (ties by dense rank), then the remaining
 chunks in dense order. A question naming no entity of the graph is answered by the
 dense ranking, and its trace says so (the retrieve step counts those fallbacks). The
 trace lists the seeds with their weights, the ``REACHED`` other entities the walk left
@@ -53,7 +55,7 @@ from kgrag.models.embed.backends import TORCH, identity
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
-from kgrag.retrieval.walk_params import WALK_PARAMS
+from kgrag.retrieval.walk_params import PUSH_EPSILON, WALK_PARAMS
 
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources
@@ -86,12 +88,13 @@ class PprSearch:
 
     def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, *, damping: float,
                  max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
+                 push_epsilon: float | None = None,
                  mentions: Callable[[str], list[str]] | None = None,
                  nearest: NearestNames | None = None, links: Sequence[FactLinks] = ()) -> None:
         self.graph, self.walk = graph, Walk(graph.adjacency)
         self.chunk_matrix = chunk_matrix
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
-        self.dense_seed_chunks = dense_seed_chunks
+        self.dense_seed_chunks, self.push_epsilon = dense_seed_chunks, push_epsilon
         self.mentions, self.nearest, self.links = mentions, nearest, list(links)
         self.walked: dict[tuple[str, bytes], tuple[list[str], Mapping[str, float], dict]] = {}
 
@@ -158,7 +161,10 @@ class PprSearch:
                                  "two of its phrase nodes; leave fact_links out")
         return cls(entity_graph, matrix, damping=config["damping"],
                    max_iterations=config["max_iterations"], dense_seeds=config["dense_seeds"],
-                   dense_seed_chunks=config["dense_seed_chunks"], mentions=mentions,
+                   dense_seed_chunks=config["dense_seed_chunks"],
+                   push_epsilon=(config.get("push_epsilon") or PUSH_EPSILON
+                                 if config.get("walk") == "push" else None),
+                   mentions=mentions,
                    nearest=nearest, links=[links for links in (facts, names) if links])
 
     def seeds(self, question: str, vector: np.ndarray | None = None) -> Seeds:
@@ -198,28 +204,43 @@ class PprSearch:
         if not seeds.nodes or not max(seeds.certainty) > 0:
             return None, dense_order, {"fallback": NO_SEED, "seeds": {}}
         n_entities = len(self.graph.names)
-        restart = np.zeros(n_entities + len(self.graph.chunk_ids))
         weights = self.graph.specificity(seeds.nodes) * np.array(seeds.certainty)
-        restart[seeds.nodes] = (1.0 - self.dense_seeds) * weights / weights.sum()
+        nodes, restart = [np.array(seeds.nodes, dtype=np.int64)], [
+            (1.0 - self.dense_seeds) * weights / weights.sum()]
         if self.dense_seeds > 0:
             top = dense_order[: self.dense_seed_chunks]
             spread = similarity.max() - similarity.min()
             dense = ((similarity[top] - similarity.min()) / spread if spread > 0
                      else np.ones(len(top)))
             if dense.sum() > 0:
-                restart[n_entities + top] = self.dense_seeds * dense / dense.sum()
-        mass = self.walk.run(restart, self.damping, max_steps=self.max_iterations)
+                nodes.append(n_entities + top)
+                restart.append(self.dense_seeds * dense / dense.sum())
+        mass, walked = self._walk(np.concatenate(nodes), np.concatenate(restart))
         trace: dict[str, Any] = {"seeds": {self.graph.names[s]: round(float(w), 6)
                                            for s, w in zip(seeds.nodes, weights)}}
-        entity_mass = mass[:n_entities].copy()
-        entity_mass[seeds.nodes] = 0.0  # the seeds are listed already
-        reached = [int(i) for i in np.argsort(-entity_mass, kind="stable")[:REACHED]
+        entities = walked[walked < n_entities]
+        entity_mass = mass[entities]
+        entity_mass[np.isin(entities, seeds.nodes)] = 0.0  # the seeds are listed already
+        reached = [int(entities[i]) for i in np.argsort(-entity_mass, kind="stable")[:REACHED]
                    if entity_mass[i] > 0]
-        trace["reached"] = {self.graph.names[i]: round(float(entity_mass[i]), 8)
-                            for i in reached}
+        trace["reached"] = {self.graph.names[i]: round(float(mass[i]), 8) for i in reached}
         if seeds.nearest:
             trace["nearest"] = seeds.nearest
         return mass, dense_order, trace
+
+    def _walk(self, nodes: np.ndarray, restart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every node's mass (restart weights ``restart`` at ``nodes``, summed where a node
+        repeats), and the nodes that may hold any: all of them for the power walk, those
+        the push reached for a push walk (a few thousand at any graph size)."""
+        if self.push_epsilon is None:
+            dense = np.zeros(self.walk.n)
+            np.add.at(dense, nodes, restart)
+            return (self.walk.run(dense, self.damping, max_steps=self.max_iterations),
+                    np.arange(self.walk.n))
+        touched, estimate, _ = self.walk.push(nodes, restart, self.damping, self.push_epsilon)
+        mass = np.zeros(self.walk.n)  # zeroed pages: only the touched ones are written
+        mass[touched] = estimate
+        return mass, touched
 
     def subgraph(self, entities: list[str], chunks: list[str]) -> dict[str, list[list[str]]]:
         """The walked graph's edges among ``entities`` (names) and ``chunks`` (ids): each
@@ -255,7 +276,13 @@ class PprSearch:
         chunk_mass = mass[len(self.graph.names):]
         dense_rank = np.empty(len(dense_order), dtype=np.int64)
         dense_rank[dense_order] = np.arange(len(dense_order))
-        order = np.lexsort((dense_rank, -chunk_mass))
+        # only the chunks with mass are sorted (a push reaches a few hundred of a million);
+        # the rest keep the dense order they come in
+        held = np.flatnonzero(chunk_mass > 0)
+        held = held[np.lexsort((dense_rank[held], -chunk_mass[held]))]
+        massless = np.ones(len(dense_order), dtype=bool)
+        massless[held] = False
+        order = np.concatenate([held, dense_order[massless[dense_order]]])
         return self.chunk_array[order].tolist(), ChunkMass(self.position, chunk_mass, order), trace
 
     @functools.cached_property
