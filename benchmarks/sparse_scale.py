@@ -1,7 +1,7 @@
 """BM25 and PPR per question as the corpus grows: a real graph and index tiled k times.
 
     PYTHONPATH=. python benchmarks/sparse_scale.py specs/reader/musique.yaml ppr \\
-        [--tiles 1 10 100 300]
+        [--tiles 1 10 100 300] [--push 1e-5] [--push-only]
 
 Loads the named ``ppr`` entry of a spec whose nlp extraction has run (its graph, dense
 index and chunks), and a BM25 index (``Bm25Index``) of the same chunks. Building a
@@ -14,7 +14,10 @@ to the first copy; every copy is walked. Per size it prints nodes, edges, the lo
 (transition built from the tiled adjacency), and the p50/p95 of a whole search per
 question (``PprSearch._scored``: dense similarity, linking, walk, ranking every chunk)
 and of ``Bm25Index.ranked``, questions embedded beforehand (add the embedder's ~10 ms).
-The machine is shared, so times are upper bounds.
+With ``--push ε``, also the same search with ``walk: push`` at ε, the same questions
+in the same process, and the push walk's own p50 (``PprSearch._walk``: the rest is the
+dense product, linking and ranking every chunk); ``--push-only`` leaves the power walk
+out (it takes seconds a question at 300 copies). The machine is shared, so times are upper bounds.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import dataclasses
 import statistics
 import time
+from copy import copy as shallow
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +98,16 @@ def timed(run, items) -> list[float]:
     return times
 
 
+def stopwatch(call, times: list[float]):
+    """``call``, appending the milliseconds of each call to ``times``."""
+    def timed_call(*args):
+        started = time.perf_counter()
+        result = call(*args)
+        times.append((time.perf_counter() - started) * 1000)
+        return result
+    return timed_call
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("spec")
@@ -102,6 +116,10 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=50)
     parser.add_argument("--bm25-only", action="store_true",
                         help="time BM25 alone (the walk at 300 copies takes minutes)")
+    parser.add_argument("--push", type=float, metavar="EPSILON",
+                        help="also time the push walk (walk: push) at this push_epsilon")
+    parser.add_argument("--push-only", action="store_true",
+                        help="time the push walk and BM25, not the power walk")
     args = parser.parse_args()
     session = api.open_session(args.spec)
     step = next(s for s in session.plan.steps if s.kind == "retrieve"
@@ -112,7 +130,10 @@ def main() -> None:
     bm25 = Bm25Index(strategy.units)
     texts = read_questions(built(session, "corpus"))["question"].to_list()[: args.questions]
     vectors = session.models.embedder_of(step.config["embedder"]).encode(texts)
-    print("copies  chunks  nodes  edges  load_s  ppr_p50  ppr_p95  bm25_p50  bm25_p95")
+    if args.push_only and args.push is None:
+        raise SystemExit("--push-only needs --push EPSILON")
+    print("copies  chunks  nodes  edges  load_s  ppr_p50  ppr_p95  bm25_p50  bm25_p95"
+          + ("  push_p50  push_p95  push_walk_p50" if args.push else ""))
     for k in args.tiles:
         words = tiled_bm25(bm25, k) if k > 1 else bm25
         ranks = timed(words.ranked, [(t,) for t in texts])
@@ -123,11 +144,22 @@ def main() -> None:
         started = time.perf_counter()
         big = tiled_search(search, k) if k > 1 else search
         load = time.perf_counter() - started
-        walks = timed(big._scored, zip(texts, vectors))  # uncached: a question's first walk
+        power = "-  -"
+        if not args.push_only:
+            walks = timed(big._scored, zip(texts, vectors))  # uncached: a question's first walk
+            power = f"{statistics.median(walks):.0f}  {np.percentile(walks, 95):.0f}"
+        push = ""
+        if args.push:
+            local = shallow(big)
+            local.push_epsilon, local.walked = args.push, {}
+            walk_ms: list[float] = []
+            local._walk = stopwatch(local._walk, walk_ms)  # type: ignore[method-assign]
+            pushes = timed(local._scored, zip(texts, vectors))
+            push = (f"  {statistics.median(pushes):.0f}  {np.percentile(pushes, 95):.0f}"
+                    f"  {statistics.median(walk_ms):.1f}")
         graph = big.graph
         print(f"{k}  {len(graph.chunk_ids)}  {graph.adjacency.shape[0]}  "
-              f"{graph.adjacency.nnz // 2}  {load:.1f}  {statistics.median(walks):.0f}  "
-              f"{np.percentile(walks, 95):.0f}  {bm25_times}", flush=True)
+              f"{graph.adjacency.nnz // 2}  {load:.1f}  {power}  {bm25_times}{push}", flush=True)
 
 
 if __name__ == "__main__":

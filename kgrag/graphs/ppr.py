@@ -133,10 +133,9 @@ class Walk:
         estimate, residual = np.zeros(self.n), np.zeros(self.n)
         residual[nodes] = restart
         indptr, indices, data = self.adjacency.indptr, self.adjacency.indices, self.adjacency.data
-        threshold = epsilon * self.degree
         candidates, pushed = nodes, []
         while True:
-            frontier = candidates[residual[candidates] >= threshold[candidates]]
+            frontier = candidates[residual[candidates] >= epsilon * self.degree[candidates]]
             if not frontier.size:
                 break
             pushed.append(frontier)

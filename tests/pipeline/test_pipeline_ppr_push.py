@@ -1,0 +1,118 @@
+"""Strategy ppr's ``walk: push`` on a real graph: spaCy's entities of a real 2Wiki slice,
+walked by the power iteration and by the local push, and the option in the spec."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgrag import api
+from kgrag.retrieval.ppr_search import PprSearch
+from kgrag.steps.retrieve import load_strategy
+from tests.conftest import SHARED_DATA, write_spec
+from tests.pipeline.test_pipeline_ppr import run_cli
+from tests.standin import RuleLLM, open_with, run_with
+
+QUERY = [{"name": "power", "strategy": "ppr", "entities": "ents", "budget_tokens": 600},
+         {"name": "push", "strategy": "ppr", "entities": "ents", "walk": "push",
+          "budget_tokens": 600},
+         {"name": "fine", "strategy": "ppr", "entities": "ents", "walk": "push",
+          "push_epsilon": 1e-9, "budget_tokens": 600}]
+
+
+@pytest.fixture
+def spec(project: Path) -> Path:
+    """The first 2Wiki question that has paragraphs, with an nlp entities graph."""
+    with (SHARED_DATA / "2wiki_200.jsonl").open() as handle:
+        first = next(line for line in handle if '"context"' in line)
+    (project / "2wiki.jsonl").write_text(first)
+    path = write_spec(project, "push", corpus={"dataset": "2wiki", "path": "../2wiki.jsonl"},
+                      extraction={"method": "nlp"}, graphs=[{"name": "ents", "kind": "entities"}],
+                      query=QUERY, answer={"questions": 0},
+                      evaluate={"metrics": ["coverage", "recall@5"]})
+    # YAML reads 1e-09 as a string: a number in exponent form needs its dot
+    path.write_text(path.read_text().replace("1e-09", "1.0e-9"))
+    return path
+
+
+def searches(spec: Path, question: str) -> tuple[dict[str, PprSearch], np.ndarray]:
+    """Each retrieve step's search as the run loaded it, and the question's vector."""
+    session = open_with(spec, RuleLLM())
+    found, embedder = {}, None
+    for step in session.plan.steps:
+        if step.kind == "retrieve":
+            inputs = {role: session.artefact(name) for role, name in step.inputs.items()}
+            found[step.name] = load_strategy(step.config, inputs, session.models).search
+            embedder = session.models.embedder_of(step.config["embedder"])
+    assert embedder is not None
+    return found, embedder.encode([question])[0]
+
+
+def test_the_push_walk_converges_to_the_power_walk_on_a_real_graph(spec: Path) -> None:
+    _, rows, _ = run_with(spec, RuleLLM())
+    assert {"power", "push", "fine"} <= set(rows)
+    with (spec.parent.parent / "2wiki.jsonl").open() as handle:
+        question = json.loads(handle.readline())["question"]
+    walked, vector = searches(spec, question)
+    power, push = walked["retrieve.power"], walked["retrieve.fine"]
+    assert power.push_epsilon is None and push.push_epsilon == 1e-9
+    assert walked["retrieve.push"].push_epsilon == 1e-5  # left out: the chosen default
+    walk = power.walk
+    assert walk.n > 50  # spaCy's named phrases of ten paragraphs and their chunks
+    # from the best-connected entity and from a chunk: the push's L1 error is the one it
+    # reports, and it shrinks with ε to under 1e-6 of the unit mass
+    hub = int(np.argmax(np.diff(walk.adjacency.indptr)[: len(power.graph.names)]))
+    for start in (hub, walk.n - 1):
+        restart = np.zeros(walk.n)
+        restart[start] = 1.0
+        exact = walk.run(restart, 0.5, tol=1e-13, max_steps=200)
+        errors = []
+        for epsilon in (1e-4, 1e-6, 1e-9):
+            nodes, mass, error = walk.push(np.array([start]), np.array([1.0]), 0.5, epsilon)
+            estimate = np.zeros(walk.n)
+            estimate[nodes] = mass
+            assert np.abs(exact - estimate).sum() == pytest.approx(error, abs=1e-9)
+            errors.append(error)
+        assert errors[0] > errors[1] > errors[2] and errors[2] < 1e-6
+    # a question's whole search: at ε = 1e-9 the push ranks the chunks as the power walk
+    ranked_power, mass_power, _ = power.scored(question, vector)
+    ranked_push, mass_push, _ = push.scored(question, vector)
+    assert ranked_push[:5] == ranked_power[:5]
+    for chunk in ranked_power[:5]:
+        assert mass_push.get(chunk, 0.0) == pytest.approx(mass_power.get(chunk, 0.0), abs=1e-6)
+
+
+def test_walk_and_push_epsilon_join_the_fingerprint_and_the_power_walk_keeps_its_own(
+        spec: Path) -> None:
+    steps = {s.name: s for s in api.open_session(spec).plan.steps}
+    configs = {name: steps[f"retrieve.{name}"].config["strategy"] for name in
+               ("power", "push", "fine")}
+    assert "walk" not in configs["power"] and "push_epsilon" not in configs["power"]
+    assert configs["push"]["walk"] == "push" and "push_epsilon" not in configs["push"]
+    assert configs["fine"]["push_epsilon"] == 1e-9
+    prints = {steps[f"retrieve.{name}"].fingerprint for name in configs}
+    assert len(prints) == 3
+    # walk: power written out is the power walk left out: the same fingerprint
+    sections = {k: v for k, v in json.loads(spec.read_text()).items() if k != "name"}
+    explicit = write_spec(spec.parent.parent, "push",
+                          **{**sections, "query": [{**QUERY[0], "walk": "power"}]})
+    again = {s.name: s for s in api.open_session(explicit).plan.steps}
+    assert again["retrieve.power"].fingerprint == steps["retrieve.power"].fingerprint
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"walk": "local"}, "walk"),
+    ({"walk": "push", "push_epsilon": 0}, "push_epsilon"),
+    ({"walk": "push", "push_epsilon": 1.5}, "push_epsilon"),
+    ({"push_epsilon": 0.001}, "push_epsilon is the tolerance of the push walk; set walk: push"),
+])
+def test_bad_walk_settings_exit_2_with_one_message(project: Path, capsys, entry, message):
+    query = [{"name": "p", "strategy": "ppr", "entities": "ents", **entry}]
+    path = write_spec(project, graphs=[{"name": "ents", "kind": "entities"}], query=query)
+    code, _, err = run_cli(capsys, "run", str(path), "--dry-run")
+    assert code == 2
+    assert message in err and err.startswith("kgrag: error:")
+    assert "Traceback" not in err
