@@ -153,7 +153,7 @@ def main() -> None:
             local = shallow(big)
             local.push_epsilon, local.walked = args.push, {}
             walk_ms: list[float] = []
-            local._walk = stopwatch(local._walk, walk_ms)  # type: ignore[method-assign]
+            local._walk = stopwatch(local._walk, walk_ms)
             pushes = timed(local._scored, zip(texts, vectors))
             push = (f"  {statistics.median(pushes):.0f}  {np.percentile(pushes, 95):.0f}"
                     f"  {statistics.median(walk_ms):.1f}")
