@@ -13,11 +13,15 @@ stacked (every posting list k times longer, the idf unchanged). A question's nam
 to the first copy; every copy is walked. Per size it prints nodes, edges, the load
 (transition built from the tiled adjacency), and the p50/p95 of a whole search per
 question (``PprSearch._scored``: dense similarity, linking, walk, ranking every chunk)
-and of ``Bm25Index.ranked``, questions embedded beforehand (add the embedder's ~10 ms).
-With ``--push ε``, also the same search with ``walk: push`` at ε, the same questions
-in the same process, and the push walk's own p50 (``PprSearch._walk``: the rest is the
-dense product, linking and ranking every chunk); ``--push-only`` leaves the power walk
-out (it takes seconds a question at 300 copies). The machine is shared, so times are upper bounds.
+and of BM25: its context at the ppr entry's budget (``Bm25Strategy.retrieve``, the
+ranking sorted only as far as the fill reads it), the same context filled from the
+whole ranking (``Bm25Index.ranked``, what the strategy did before, and what fusion
+reads; the two contexts are checked to be the same), questions embedded beforehand
+(add the embedder's ~10 ms). With ``--push ε``, also the same search with
+``walk: push`` at ε, the same questions in the same process, and the push walk's own
+p50 (``PprSearch._walk``: the rest is the dense product, linking and ranking every
+chunk); ``--push-only`` leaves the power walk out (it takes seconds a question at 300
+copies). The machine is shared, so times are upper bounds.
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ import scipy.sparse as sp
 from kgrag import api
 from kgrag.contents.corpus import read_questions
 from kgrag.graphs.ppr import Walk
-from kgrag.retrieval.bm25 import Bm25Index
+from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
 from kgrag.retrieval.ppr_search import PprSearch
+from kgrag.retrieval.units import Evidence, Units
 from kgrag.steps.retrieve import load_strategy
 
 
@@ -59,8 +64,16 @@ def tiled_search(search: PprSearch, k: int) -> PprSearch:
     return copy
 
 
-def tiled_bm25(index: Bm25Index, k: int) -> Bm25Index:
-    """``index`` over k copies of its units: its term–document matrix stacked k times."""
+def tiled_units(units: Units, k: int) -> Units:
+    """k copies of ``units``, renamed as ``tiled_bm25`` renames them."""
+    def tiled(column: dict) -> dict:
+        return {f"{i}#{c}" if c else i: v for c in range(k) for i, v in column.items()}
+    return Units(tiled(units.text), tiled(units.tokens), tiled(units.doc))
+
+
+def tiled_bm25(index: Bm25Index, units: Units, k: int) -> Bm25Index:
+    """``index`` over k copies of its units (``units``, tiled): its term–document matrix
+    stacked k times."""
     scores = index.index.scores
     matrix = sp.csc_matrix((scores["data"], scores["indices"], scores["indptr"]),
                            shape=(scores["num_docs"], len(scores["indptr"]) - 1))
@@ -73,7 +86,13 @@ def tiled_bm25(index: Bm25Index, k: int) -> Bm25Index:
                          "indptr": stacked.indptr, "num_docs": stacked.shape[0]}
     copy.ids = [f"{i}#{c}" if c else i for c in range(k) for i in index.ids]
     copy.id_array = np.array(copy.ids, dtype=object)
+    copy.tokens, copy.sizes = units.tokens, np.tile(index.sizes, k)
     return copy
+
+
+def whole_ranking_context(strategy: Bm25Strategy, question: str) -> Evidence:
+    """The context as the strategy filled it before: from its whole ranking."""
+    return strategy.units.filled(strategy.index.ranked(question), strategy.budget)
 
 
 def built(session: api.Session, name: str) -> Path:
@@ -132,12 +151,20 @@ def main() -> None:
     vectors = session.models.embedder_of(step.config["embedder"]).encode(texts)
     if args.push_only and args.push is None:
         raise SystemExit("--push-only needs --push EPSILON")
-    print("copies  chunks  nodes  edges  load_s  ppr_p50  ppr_p95  bm25_p50  bm25_p95"
+    budget = strategy.budget
+    print("copies  chunks  nodes  edges  load_s  ppr_p50  ppr_p95  bm25_p50  bm25_p95  "
+          "whole_ranking_p50  whole_ranking_p95"
           + ("  push_p50  push_p95  push_walk_p50" if args.push else ""))
     for k in args.tiles:
-        words = tiled_bm25(bm25, k) if k > 1 else bm25
-        ranks = timed(words.ranked, [(t,) for t in texts])
-        bm25_times = f"{statistics.median(ranks):.1f}  {np.percentile(ranks, 95):.1f}"
+        units = tiled_units(strategy.units, k) if k > 1 else strategy.units
+        words = tiled_bm25(bm25, units, k) if k > 1 else bm25
+        lexical = Bm25Strategy(words, units, budget)
+        contexts = timed(lexical.retrieve, [(t, None) for t in texts])
+        wholes = timed(whole_ranking_context, [(lexical, t) for t in texts])
+        bm25_times = "  ".join(f"{statistics.median(ms):.1f}  {np.percentile(ms, 95):.1f}"
+                               for ms in (contexts, wholes))
+        if any(lexical.retrieve(t, None) != whole_ranking_context(lexical, t) for t in texts):
+            raise SystemExit(f"{k} copies: a BM25 context differs from the whole ranking's")
         if args.bm25_only:
             print(f"{k}  {len(words.ids)}  -  -  -  -  -  {bm25_times}", flush=True)
             continue

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kgrag.models.offline import offline
+
 STATE = "state.pt"  # in a resume folder, beside the model: optimiser, schedule, RNGs, curve
 
 
@@ -52,6 +54,7 @@ def train(model_dir: Path, out_dir: Path, examples: Sequence[Example], settings:
     """Fine-tune the model in ``model_dir`` on ``examples``, save it to ``out_dir``; returns
     the loss curve, one row per optimiser step. ``resume``: the folder of the state after
     the last completed epoch, continued from when it holds one (see the module)."""
+    offline()
     import torch
     from sentence_transformers import SentenceTransformer
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kgrag.errors import KgragError
+from kgrag.models.offline import offline
 
 SENTINEL = "\x00CONTENT\x00"
 
@@ -66,6 +67,7 @@ def load_tokenizer(path: Path) -> GgufTokenizer:
 def load_causal_lm(path: Path):
     """A float32 transformers causal LM holding the GGUF's weights, dequantized by
     transformers' own GGUF reader (any architecture it maps: SmolLM2's LLaMA, Gemma 3…)."""
+    offline()
     import torch
     from transformers import AutoModelForCausalLM
 

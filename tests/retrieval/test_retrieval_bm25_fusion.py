@@ -133,3 +133,47 @@ def test_bm25_scores_are_bm25s_own_to_the_bit():
         theirs = index.index.get_scores(words) if words else np.zeros(len(index.ids))
         ours = index.scores(question)
         assert ours.dtype == np.float32 and ours.tobytes() == theirs.astype(np.float32).tobytes()
+
+
+def tied_sample() -> tuple[Units, list[str]]:
+    """The shared musique sample's first 100 questions and their paragraphs, each
+    paragraph twice under two ids (the copies score alike: ties broken by unit order),
+    a unit's size its words (real sizes: a budget leaves gaps only small units fill)."""
+    import json
+
+    rows = [json.loads(line) for line in
+            (SHARED_DATA / "musique_200.jsonl").read_text().splitlines()[:100]]
+    texts = {f"c{i}#{copy}": f"# {p['title']}\n{p['paragraph_text']}" for copy in range(2)
+             for i, p in enumerate(p for row in rows for p in row["paragraphs"])}
+    return (Units(texts, {u: len(t.split()) for u, t in texts.items()}, dict.fromkeys(texts, "d")),
+            [row["question"] for row in rows])
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="reads ../shared/data")
+def test_bm25_and_fusion_contexts_are_those_of_the_fully_sorted_ranking(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: bm25's context filled from the ranking of every scored unit. Now the ranking
+    is sorted only as far as the fill reads it: the contexts of bm25 and of its fusion
+    with another ranking stay those of a stable sort of every score (tied copies in unit
+    order), at budgets that take none, a few and hundreds of units, while a question
+    sorts a small part of what it scores."""
+    units, questions = tied_sample()
+    index = Bm25Index(units)
+    other = Fixed([f"c{i}#1" for i in range(0, 400, 7)])
+    sorted_sizes: list[int] = []
+    argsort = np.argsort
+    monkeypatch.setattr(np, "argsort", lambda a, **kw: sorted_sizes.append(len(a))
+                        or argsort(a, **kw))
+    for question in questions:
+        scores = index.scores(question)
+        scored = int((scores > 0).sum())
+        full = [index.ids[i] for i in argsort(-scores, kind="stable")[:scored]]
+        for budget in (20, 60, 1000, 20000):
+            sorted_sizes.clear()
+            context = Bm25Strategy(index, units, budget).retrieve(question, np.zeros(2))
+            assert context == units.filled(full, budget)
+            if budget == 1000 and scored > 1000:
+                assert sum(sorted_sizes) < scored / 10
+            fused = FusionStrategy([Bm25Strategy(index, units, budget), other], units, budget,
+                                   rrf_k=60).retrieve(question, np.zeros(2))
+            assert fused == units.filled(reciprocal_rank_fusion([full, other.order]), budget)

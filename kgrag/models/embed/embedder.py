@@ -4,7 +4,6 @@ optimised runtime (``kgrag.models.embed.backends``), cached per text on disk."""
 from __future__ import annotations
 
 import base64
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from kgrag.models.backend import EmbedBackend
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.embed.backends import TORCH, backend
 from kgrag.models.executor import Executor, LocalExecutor, Work
+from kgrag.models.offline import offline
 from kgrag.models.usage import CountedCache, Usage
 from kgrag.progress import Progress
 
@@ -41,8 +41,7 @@ class SentenceTransformerBackend:
 
     def model(self) -> Any:
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            offline()
             from sentence_transformers import SentenceTransformer
 
             try:

@@ -46,6 +46,7 @@ from filelock import FileLock
 from kgrag.errors import KgragError
 from kgrag.models.cache import canonical_json
 from kgrag.models.embed.backends import Backend
+from kgrag.models.offline import offline
 
 OPSET = 18
 FORMAT = 1  # raised when this module changes how it exports: earlier artefacts are not used
@@ -215,8 +216,7 @@ def _sha256(path: Path) -> str:
 def _export_onnx(model_dir: Path, out: Path) -> None:
     """The folder's transformer as one ONNX file: token ids (and their mask and types,
     as its tokenizer gives them) in, the last hidden states out, batch and length free."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    offline()
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -262,6 +262,7 @@ def _quantise_dynamic(fp32: Path, out: Path) -> None:
 
 def _convert_openvino(fp32: Path, out: Path) -> None:
     """OpenVINO's own model format, weights kept fp32 (its default compresses to fp16)."""
+    offline()
     import openvino
 
     openvino.save_model(openvino.convert_model(str(fp32)), str(out), compress_to_fp16=False)
@@ -270,6 +271,7 @@ def _convert_openvino(fp32: Path, out: Path) -> None:
 def _quantise_openvino(fp32: Path, texts: list[str], tokenise: Tokenise, out: Path) -> None:
     """NNCF's static int8 for transformers: activations' ranges calibrated on ``texts``,
     tokenised by ``tokenise``."""
+    offline()
     import nncf
     import openvino
 

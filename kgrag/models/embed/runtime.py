@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from kgrag.errors import KgragError
 from kgrag.host import usable_cores
 from kgrag.models.embed.backends import Backend
 from kgrag.models.embed.export import exported
+from kgrag.models.offline import offline
 
 TRANSFORMER = "sentence_transformers.models.Transformer"
 POOLING = "sentence_transformers.models.Pooling"
@@ -76,8 +76,7 @@ class ModuleConfig:
     def tokeniser(self) -> Callable[[list[str]], dict[str, np.ndarray]]:
         """The folder's own tokenizer, truncating and padding as sentence-transformers
         does: int64 arrays by input name."""
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        offline()
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(str(self.folder), local_files_only=True)
@@ -166,6 +165,7 @@ def _onnxruntime(path: Path, threads: int) -> Callable[[dict[str, np.ndarray]], 
 
 
 def _openvino(path: Path, threads: int) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    offline()
     import openvino
 
     compiled: Any = openvino.Core().compile_model(

@@ -19,7 +19,6 @@ it needs the same base GGUF and an embedder of the same width, never the trainin
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ import numpy as np
 from kgrag.errors import KgragError
 from kgrag.host import CpuShare, usable_cores
 from kgrag.models.graph_llm import MODEL, CachedGraphLLM, read_identity
+from kgrag.models.offline import offline
 from kgrag.models.registry import file_sha256
 from kgrag.models.served import model_file
 from kgrag.training.gguf_llm import GgufTokenizer, load_causal_lm, load_tokenizer
@@ -194,12 +194,12 @@ def feature_table(texts: list[str], vectors: Any, width: int):
 
 def build_parts(gguf_path: Path, embed: Embed, settings: GraphLLMSettings, width: int,
                 adapter: Path | None = None) -> Parts:
+    offline()
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
 
     from kgrag.training.graph_llm.encoder import GraphEncoder
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     tokenizer = load_tokenizer(gguf_path)
     llm = load_causal_lm(gguf_path)
     torch.manual_seed(settings.seed)  # LoRA's and the encoder's initial weights
