@@ -28,7 +28,9 @@ Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
 ``PprSearch``; with ``walk: push``, its local forward push at ``push_epsilon`` (the same
 restart vector and damping; the iteration cap does not apply), whose mass is zero on the
 nodes it did not reach. Chunks with mass rank by it (ties by dense rank), then the remaining
-chunks in dense order. A question naming no entity of the graph is answered by the
+chunks in dense order. A context is filled from that ranking sorted only as far as the
+fill reads it (``PprSearch.filled``); the whole ranking is built only for those that read
+it to its end (fusion, KET-RAG's skeleton channel). A question naming no entity of the graph is answered by the
 dense ranking, and its trace says so (the retrieve step counts those fallbacks). The
 trace lists the seeds with their weights, the ``REACHED`` other entities the walk left
 most mass on, and each retrieved chunk's mass: why a chunk came back.
@@ -52,6 +54,7 @@ from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
 from kgrag.models.embed.backends import TORCH, identity
+from kgrag.retrieval.budget import best, fill_budget, filled_best
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
@@ -78,6 +81,18 @@ class Seeds:
     certainty: list[float]
 
 
+@dataclass(frozen=True)
+class Walked:
+    """What a question's walk leaves for the rankings drawn from it: every chunk's dense
+    similarity, every chunk's mass (None when no seed linked: the dense ranking), the
+    chunks with mass best first, and the trace."""
+
+    similarity: np.ndarray
+    chunk_mass: np.ndarray | None
+    held: np.ndarray
+    trace: dict[str, Any]
+
+
 class PprSearch:
     """Link the question's entities, walk, rank chunks: what every PPR user shares.
 
@@ -96,7 +111,7 @@ class PprSearch:
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
         self.dense_seed_chunks, self.push_epsilon = dense_seed_chunks, push_epsilon
         self.mentions, self.nearest, self.links = mentions, nearest, list(links)
-        self.walked: dict[tuple[str, bytes], tuple[list[str], Mapping[str, float], dict]] = {}
+        self.walked: dict[tuple[str, bytes], Walked] = {}
 
     @classmethod
     def load(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
@@ -197,18 +212,18 @@ class PprSearch:
     def run(self, question: str, vector: np.ndarray
             ) -> tuple[np.ndarray | None, np.ndarray, dict[str, Any]]:
         """The PPR mass of every node (None when no seed links: the caller falls back),
-        the chunks in dense order, and the trace (seeds and their weights)."""
+        every chunk's dense similarity, and the trace (seeds and their weights). Only the
+        dense seeds are sorted out of the similarities, not every chunk."""
         similarity = self.chunk_matrix @ vector.astype(np.float32)
-        dense_order = np.argsort(-similarity, kind="stable")
         seeds = self.seeds(question, vector)
         if not seeds.nodes or not max(seeds.certainty) > 0:
-            return None, dense_order, {"fallback": NO_SEED, "seeds": {}}
+            return None, similarity, {"fallback": NO_SEED, "seeds": {}}
         n_entities = len(self.graph.names)
         weights = self.graph.specificity(seeds.nodes) * np.array(seeds.certainty)
         nodes, restart = [np.array(seeds.nodes, dtype=np.int64)], [
             (1.0 - self.dense_seeds) * weights / weights.sum()]
         if self.dense_seeds > 0:
-            top = dense_order[: self.dense_seed_chunks]
+            top = best(similarity, np.arange(len(similarity)), self.dense_seed_chunks)[0]
             spread = similarity.max() - similarity.min()
             dense = ((similarity[top] - similarity.min()) / spread if spread > 0
                      else np.ones(len(top)))
@@ -226,7 +241,7 @@ class PprSearch:
         trace["reached"] = {self.graph.names[i]: round(float(mass[i]), 8) for i in reached}
         if seeds.nearest:
             trace["nearest"] = seeds.nearest
-        return mass, dense_order, trace
+        return mass, similarity, trace
 
     def _walk(self, nodes: np.ndarray, restart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every node's mass (restart weights ``restart`` at ``nodes``, summed where a node
@@ -260,30 +275,58 @@ class PprSearch:
     def scored(self, question: str, vector: np.ndarray
                ) -> tuple[list[str], Mapping[str, float], dict[str, Any]]:
         """Every chunk best first (by mass, ties and the massless rest in dense order),
-        each chunk's PPR mass, and the trace; the dense ranking when no seed links. A
-        question asked again (by another budget of a sweep) is not walked again."""
+        each chunk's PPR mass, and the trace; the dense ranking when no seed links. What
+        fusion and KET-RAG's skeleton channel read: a context reads ``filled``."""
+        walked = self.question_walk(question, vector)
+        dense_order = np.argsort(-walked.similarity, kind="stable")
+        trace = copy.deepcopy(walked.trace)
+        if walked.chunk_mass is None:
+            return self.chunk_array[dense_order].tolist(), {}, trace
+        massless = np.ones(len(dense_order), dtype=bool)
+        massless[walked.held] = False
+        order = np.concatenate([walked.held, dense_order[massless[dense_order]]])
+        return (self.chunk_array[order].tolist(),
+                ChunkMass(self.position, walked.chunk_mass, order), trace)
+
+    def filled(self, question: str, vector: np.ndarray, sizes: np.ndarray,
+               tokens: Mapping[str, int], budget: int
+               ) -> tuple[list[str], Mapping[str, float], dict[str, Any]]:
+        """The chunks ``fill_budget`` takes into ``budget`` from ``scored``'s ranking
+        (``sizes``: each chunk's tokens, in the graph's chunk order), each chunk's mass
+        and the trace, with the ranking sorted only as far as the fill reads it: the
+        chunks with mass (sorted already), then the massless rest in dense order, sorted
+        block by block (``filled_best``). Sorting and naming every chunk cost a question
+        several times the push walk at a million chunks."""
+        walked = self.question_walk(question, vector)
+        trace = copy.deepcopy(walked.trace)
+        everything = np.arange(len(walked.similarity))
+        if walked.chunk_mass is None:
+            return (filled_best(walked.similarity, everything, self.chunk_array, sizes, tokens,
+                                budget), {}, trace)
+        chosen = fill_budget(self.chunk_array[walked.held].tolist(), tokens, budget)
+        left = budget - sum(tokens[chunk] for chunk in chosen)
+        massless = everything[~(walked.chunk_mass > 0)]
+        chosen += filled_best(walked.similarity, massless, self.chunk_array, sizes, tokens, left)
+        return chosen, ChunkMass(self.position, walked.chunk_mass, walked.held), trace
+
+    def question_walk(self, question: str, vector: np.ndarray) -> Walked:
+        """The question's walk; a question asked again (by another budget of a sweep, or
+        by fusion's ranking after the context) is not walked again."""
         key = (question, vector.tobytes())
         if key not in self.walked:
-            self.walked[key] = self._scored(question, vector)
-        ranked, scores, trace = self.walked[key]
-        return ranked, scores, copy.deepcopy(trace)
+            self.walked[key] = self._question_walk(question, vector)
+        return self.walked[key]
 
-    def _scored(self, question: str, vector: np.ndarray
-                ) -> tuple[list[str], Mapping[str, float], dict[str, Any]]:
-        mass, dense_order, trace = self.run(question, vector)
+    def _question_walk(self, question: str, vector: np.ndarray) -> Walked:
+        mass, similarity, trace = self.run(question, vector)
         if mass is None:
-            return self.chunk_array[dense_order].tolist(), {}, trace
+            return Walked(similarity, None, np.arange(0), trace)
         chunk_mass = mass[len(self.graph.names):]
-        dense_rank = np.empty(len(dense_order), dtype=np.int64)
-        dense_rank[dense_order] = np.arange(len(dense_order))
-        # only the chunks with mass are sorted (a push reaches a few hundred of a million);
-        # the rest keep the dense order they come in
+        # only the chunks with mass are sorted (a push reaches a few hundred of a million),
+        # by mass, ties in dense order: by similarity, then position (a stable sort's ties)
         held = np.flatnonzero(chunk_mass > 0)
-        held = held[np.lexsort((dense_rank[held], -chunk_mass[held]))]
-        massless = np.ones(len(dense_order), dtype=bool)
-        massless[held] = False
-        order = np.concatenate([held, dense_order[massless[dense_order]]])
-        return self.chunk_array[order].tolist(), ChunkMass(self.position, chunk_mass, order), trace
+        held = held[np.lexsort((held, -similarity[held], -chunk_mass[held]))]
+        return Walked(similarity, chunk_mass, held, trace)
 
     @functools.cached_property
     def chunk_array(self) -> np.ndarray:

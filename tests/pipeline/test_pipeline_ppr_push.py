@@ -3,14 +3,18 @@ walked by the power iteration and by the local push, and the option in the spec.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from kgrag import api
+from kgrag.retrieval.ppr import PprStrategy
 from kgrag.retrieval.ppr_search import PprSearch
+from kgrag.retrieval.units import Units
 from kgrag.steps.retrieve import load_strategy
 from tests.conftest import SHARED_DATA, write_spec
 from tests.pipeline.test_pipeline_ppr import run_cli
@@ -116,3 +120,78 @@ def test_bad_walk_settings_exit_2_with_one_message(project: Path, capsys, entry,
     assert code == 2
     assert message in err and err.startswith("kgrag: error:")
     assert "Traceback" not in err
+
+
+def doubled(search: PprSearch, units: Units, push_epsilon: float | None
+            ) -> tuple[PprSearch, Units]:
+    """``search`` with every chunk twice (``c`` and ``c#1``: the same entities, the same
+    vector, so the copies tie in mass and in similarity and rank in chunk order), three
+    dense seed chunks (a tie at the cut), and the units of both copies."""
+    graph = search.graph
+    n = len(graph.names)
+    a = graph.adjacency
+    chunks = a[n:, n:]
+    adjacency = sp.bmat([[a[:n, :n], a[:n, n:], a[:n, n:]], [a[n:, :n], chunks, None],
+                         [a[n:, :n], None, chunks]], format="csr")
+    twice = dataclasses.replace(graph, chunk_ids=graph.chunk_ids + [f"{c}#1" for c in
+                                                                    graph.chunk_ids],
+                                adjacency=adjacency, mentions=graph.mentions * 2)
+    doubled_search = PprSearch(twice, np.vstack([search.chunk_matrix] * 2),
+                               damping=search.damping, max_iterations=search.max_iterations,
+                               dense_seeds=0.5, dense_seed_chunks=3, push_epsilon=push_epsilon)
+
+    def both(column: dict) -> dict:
+        return {**column, **{f"{c}#1": v for c, v in column.items()}}
+    return doubled_search, Units(both(units.text), both(units.tokens), both(units.doc))
+
+
+def test_ppr_contexts_are_those_of_the_fully_sorted_ranking(
+        spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: every chunk sorted by dense similarity and the context filled from the whole
+    ranking. Now the dense seeds are partitioned out and the context is filled from the
+    ranking sorted only as far as the fill reads it: on a real graph whose every chunk is
+    there twice (ties everywhere, broken by chunk order), the dense seeds, the ranking
+    fusion reads and each context (its chunks, masses and trace) are those of a stable sort
+    of every chunk, for both walks, for questions that walk and one that falls back."""
+    run_with(spec, RuleLLM())
+    session = open_with(spec, RuleLLM())
+    step = next(s for s in session.plan.steps if s.name == "retrieve.power")
+    inputs = {role: session.artefact(name) for role, name in step.inputs.items()}
+    strategy = load_strategy(step.config, inputs, session.models)
+    embedder = session.models.embedder_of(step.config["embedder"])
+    names = strategy.search.graph.names
+    questions = [f"Where was {names[i]} from, and who knew {names[i + 1]}?"
+                 for i in range(0, min(len(names) - 1, 16), 2)] + ["Is water wet?"]
+    vectors = embedder.encode(questions)
+    restarts: list[np.ndarray] = []  # the restart nodes of each walk
+    for epsilon in (None, 1e-6):
+        search, units = doubled(strategy.search, strategy.units, epsilon)
+        n, m = len(names), len(search.graph.chunk_ids)
+        monkeypatch.setattr(search, "_walk", lambda nodes, restart, walk=search._walk:
+                            restarts.append(nodes) or walk(nodes, restart))
+        tied = 0
+        for question, vector in zip(questions, vectors):
+            restarts.clear()
+            mass, similarity, _ = search.run(question, vector)
+            dense_order = np.argsort(-similarity, kind="stable")
+            if mass is None:
+                expected = dense_order
+            else:
+                assert list(restarts[0][-3:]) == list(n + dense_order[:3])
+                chunk_mass = mass[n:]
+                tied += int((chunk_mass[: m // 2] == chunk_mass[m // 2:]).sum())
+                rank = np.empty(m, dtype=np.int64)
+                rank[dense_order] = np.arange(m)
+                held = [j for j in dense_order if chunk_mass[j] > 0]
+                expected = sorted(held, key=lambda j: (-chunk_mass[j], rank[j])) + [
+                    j for j in dense_order if not chunk_mass[j] > 0]
+            ranking = [search.graph.chunk_ids[j] for j in expected]
+            assert search.scored(question, vector)[0] == ranking
+            for budget in (60, 250, 600, 5000):
+                context = PprStrategy(search, units, budget).retrieve(question, vector)
+                assert context.unit_ids == units.filled(ranking, budget).unit_ids
+                _, scores, trace = search.scored(question, vector)
+                assert context.trace["scores"] == {c: round(scores.get(c, 0.0), 8)
+                                                   for c in context.unit_ids}
+                assert context.trace["seeds"] == trace["seeds"]
+        assert tied > 10  # copies that tie in mass: their order is the chunk order
