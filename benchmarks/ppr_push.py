@@ -40,7 +40,8 @@ def walked(search: PprSearch, texts: list[str], vectors: np.ndarray
     rankings, masses, spent = [], [], 0.0
     for text, vector in zip(texts, vectors):
         started = time.perf_counter()
-        rankings.append(search._scored(text, vector)[0])
+        search.walked.clear()  # a question's first search
+        rankings.append(search.scored(text, vector)[0])
         spent += time.perf_counter() - started
         masses.append(search.run(text, vector)[0])
     return rankings, masses, spent * 1000 / len(texts)
