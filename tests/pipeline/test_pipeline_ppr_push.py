@@ -194,4 +194,14 @@ def test_ppr_contexts_are_those_of_the_fully_sorted_ranking(
                 assert context.trace["scores"] == {c: round(scores.get(c, 0.0), 8)
                                                    for c in context.unit_ids}
                 assert context.trace["seeds"] == trace["seeds"]
+                if "reached" in trace:  # the edges among its entities and chunks
+                    near = [*trace["seeds"], *trace["reached"]]
+                    node = {name: i for i, name in enumerate(names)}
+                    at = {c: n + j for j, c in enumerate(search.graph.chunk_ids)}
+                    edge = search.graph.adjacency.toarray() != 0
+                    assert context.trace["subgraph"] == {
+                        "mentions": [[e, c] for e in near for c in context.unit_ids
+                                     if edge[node[e], at[c]]],
+                        "relations": [[a, b] for k, a in enumerate(near) for b in near[k + 1:]
+                                      if edge[node[a], node[b]]]}
         assert tied > 10  # copies that tie in mass: their order is the chunk order
