@@ -1,7 +1,7 @@
 """BM25 and PPR per question as the corpus grows: a real graph and index tiled k times.
 
     PYTHONPATH=. python benchmarks/sparse_scale.py specs/reader/musique.yaml ppr \\
-        [--tiles 1 10 100 300]
+        [--tiles 1 10 100 300] [--push 1e-5] [--push-only]
 
 Loads the named ``ppr`` entry of a spec whose nlp extraction has run (its graph, dense
 index and chunks), and a BM25 index (``Bm25Index``) of the same chunks. Building a
@@ -11,13 +11,19 @@ chunk block are each tiled (entities of every copy first, then chunks, the layou
 ``PprSearch`` walks), the chunk vectors repeated, and BM25's term–document matrix
 stacked (every posting list k times longer, the idf unchanged). A question's names link
 to the first copy; every copy is walked. Per size it prints nodes, edges, the load
-(transition built from the tiled adjacency), and the p50/p95 of a whole search per
-question (``PprSearch._scored``: dense similarity, linking, walk, ranking every chunk)
-and of BM25: its context at the ppr entry's budget (``Bm25Strategy.retrieve``, the
+(transition built from the tiled adjacency), and the p50/p95 of a ppr question's
+context at the entry's budget, each question walked afresh: filled from the whole ranking
+(``PprSearch.scored``, every chunk sorted and named, what ``retrieve`` did before and what
+fusion reads) and as ``PprStrategy.retrieve`` fills it (the ranking sorted only as far as
+the fill reads it), the two contexts, traces included, checked to be the same; and of BM25: its context at the ppr entry's budget (``Bm25Strategy.retrieve``, the
 ranking sorted only as far as the fill reads it), the same context filled from the
 whole ranking (``Bm25Index.ranked``, what the strategy did before, and what fusion
 reads; the two contexts are checked to be the same), questions embedded beforehand
-(add the embedder's ~10 ms). The machine is shared, so times are upper bounds.
+(add the embedder's ~10 ms). With ``--push ε``, also the same search with
+``walk: push`` at ε, the same questions in the same process, and the push walk's own
+p50 (``PprSearch._walk``: the rest is the dense product, linking and the fill);
+``--push-only`` leaves the power walk out (it takes seconds a question at 300
+copies). The machine is shared, so times are upper bounds.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import argparse
 import dataclasses
 import statistics
 import time
+from copy import copy as shallow
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +42,7 @@ from kgrag import api
 from kgrag.contents.corpus import read_questions
 from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
+from kgrag.retrieval.ppr import PprStrategy
 from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Evidence, Units
 from kgrag.steps.retrieve import load_strategy
@@ -50,7 +58,7 @@ def tiled_search(search: PprSearch, k: int) -> PprSearch:
               [sp.kron(eye, a[n:, :n]), sp.kron(eye, a[n:, n:])]]
     tiled = dataclasses.replace(
         graph, names=[f"{name}#{c}" if c else name for c in range(k) for name in graph.names],
-        chunk_ids=[f"{i}#{c}" for c in range(k) for i in graph.chunk_ids],
+        chunk_ids=[f"{i}#{c}" if c else i for c in range(k) for i in graph.chunk_ids],
         adjacency=sp.bmat(blocks, format="csr"), mentions=np.tile(graph.mentions, k))
     copy = object.__new__(PprSearch)
     copy.__dict__.update({k: v for k, v in search.__dict__.items() if k not in ("position", "chunk_array")})
@@ -90,6 +98,38 @@ def whole_ranking_context(strategy: Bm25Strategy, question: str) -> Evidence:
     return strategy.units.filled(strategy.index.ranked(question), strategy.budget)
 
 
+def whole_ranking_ppr(strategy: PprStrategy, question: str, vector: np.ndarray) -> Evidence:
+    """The context as ppr filled it before: from the whole ranking (``scored``), every
+    chunk sorted by dense similarity and named, and the trace as ``retrieve`` writes it."""
+    strategy.search.walked.clear()  # a question's first walk, as ``retrieve`` is timed
+    ranked, scores, trace = strategy.search.scored(question, vector)
+    context = strategy.units.filled(ranked, strategy.budget)
+    trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in context.unit_ids}
+    if "reached" in trace:
+        trace["subgraph"] = strategy.search.subgraph([*trace["seeds"], *trace["reached"]],
+                                                     context.unit_ids)
+    return dataclasses.replace(context, trace=trace)
+
+
+def first_context(strategy: PprStrategy, question: str, vector: np.ndarray) -> Evidence:
+    """``strategy.retrieve`` of a question not walked before."""
+    strategy.search.walked.clear()
+    return strategy.retrieve(question, vector)
+
+
+def ppr_times(strategy: PprStrategy, texts: list[str], vectors: np.ndarray) -> str:
+    """p50 and p95 of ppr's context filled from the whole ranking, then as ``retrieve``
+    fills it (the ranking sorted only as far as the fill reads it), after checking that
+    the two contexts (chunks and trace) are the same for every question."""
+    for text, vector in zip(texts, vectors):
+        if first_context(strategy, text, vector) != whole_ranking_ppr(strategy, text, vector):
+            raise SystemExit(f"a ppr context differs from the whole ranking's: {text!r}")
+    wholes = timed(whole_ranking_ppr, [(strategy, t, v) for t, v in zip(texts, vectors)])
+    contexts = timed(first_context, [(strategy, t, v) for t, v in zip(texts, vectors)])
+    return "  ".join(f"{statistics.median(ms):.0f}  {np.percentile(ms, 95):.0f}"
+                     for ms in (wholes, contexts))
+
+
 def built(session: api.Session, name: str) -> Path:
     """The step's artefact, or else the newest build of a step of that name (one built
     by an older version of the code: the graph is as real, and this is a timing)."""
@@ -112,6 +152,16 @@ def timed(run, items) -> list[float]:
     return times
 
 
+def stopwatch(call, times: list[float]):
+    """``call``, appending the milliseconds of each call to ``times``."""
+    def timed_call(*args):
+        started = time.perf_counter()
+        result = call(*args)
+        times.append((time.perf_counter() - started) * 1000)
+        return result
+    return timed_call
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("spec")
@@ -120,6 +170,10 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=50)
     parser.add_argument("--bm25-only", action="store_true",
                         help="time BM25 alone (the walk at 300 copies takes minutes)")
+    parser.add_argument("--push", type=float, metavar="EPSILON",
+                        help="also time the push walk (walk: push) at this push_epsilon")
+    parser.add_argument("--push-only", action="store_true",
+                        help="time the push walk and BM25, not the power walk")
     args = parser.parse_args()
     session = api.open_session(args.spec)
     step = next(s for s in session.plan.steps if s.kind == "retrieve"
@@ -130,9 +184,13 @@ def main() -> None:
     bm25 = Bm25Index(strategy.units)
     texts = read_questions(built(session, "corpus"))["question"].to_list()[: args.questions]
     vectors = session.models.embedder_of(step.config["embedder"]).encode(texts)
+    if args.push_only and args.push is None:
+        raise SystemExit("--push-only needs --push EPSILON")
     budget = strategy.budget
-    print("copies  chunks  nodes  edges  load_s  ppr_p50  ppr_p95  bm25_p50  bm25_p95  "
-          "whole_ranking_p50  whole_ranking_p95")
+    print("copies  chunks  nodes  edges  load_s  ppr_p50  ppr_p95  ppr_context_p50  "
+          "ppr_context_p95  bm25_p50  bm25_p95  whole_ranking_p50  whole_ranking_p95"
+          + ("  push_p50  push_p95  push_context_p50  push_context_p95  push_walk_p50"
+             if args.push else ""))
     for k in args.tiles:
         units = tiled_units(strategy.units, k) if k > 1 else strategy.units
         words = tiled_bm25(bm25, units, k) if k > 1 else bm25
@@ -144,16 +202,25 @@ def main() -> None:
         if any(lexical.retrieve(t, None) != whole_ranking_context(lexical, t) for t in texts):
             raise SystemExit(f"{k} copies: a BM25 context differs from the whole ranking's")
         if args.bm25_only:
-            print(f"{k}  {len(words.ids)}  -  -  -  -  -  {bm25_times}", flush=True)
+            print(f"{k}  {len(words.ids)}  -  -  -  -  -  -  -  {bm25_times}", flush=True)
             continue
         started = time.perf_counter()
         big = tiled_search(search, k) if k > 1 else search
         load = time.perf_counter() - started
-        walks = timed(big._scored, zip(texts, vectors))  # uncached: a question's first walk
+        power = "-  -  -  -"
+        if not args.push_only:
+            power = ppr_times(PprStrategy(big, units, budget), texts, vectors)
+        push = ""
+        if args.push:
+            local = shallow(big)
+            local.push_epsilon, local.walked = args.push, {}
+            walk_ms: list[float] = []
+            local._walk = stopwatch(local._walk, walk_ms)
+            push = f"  {ppr_times(PprStrategy(local, units, budget), texts, vectors)}"
+            push += f"  {statistics.median(walk_ms):.1f}"
         graph = big.graph
         print(f"{k}  {len(graph.chunk_ids)}  {graph.adjacency.shape[0]}  "
-              f"{graph.adjacency.nnz // 2}  {load:.1f}  {statistics.median(walks):.0f}  "
-              f"{np.percentile(walks, 95):.0f}  {bm25_times}", flush=True)
+              f"{graph.adjacency.nnz // 2}  {load:.1f}  {power}  {bm25_times}{push}", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ stemming (bm25s's defaults without a stemmer package). bm25s's Lucene variant
 built when the strategy loads rather than kept as an artefact.
 
 The strategy's context is its ranking filled into the budget (``fill_budget``), but
-the ranking is sorted only as far as the fill reads it (``Bm25Index.filled``): at a
-million chunks, a common word scores a quarter of them, and sorting and naming every
-scored unit cost a question several times its scoring.
+the ranking is sorted only as far as the fill reads it (``Bm25Index.filled``,
+``kgrag.retrieval.budget.filled_best``): at a million chunks, a common word scores a
+quarter of them, and sorting and naming every scored unit cost a question several times
+its scoring.
 """
 
 from __future__ import annotations
@@ -23,36 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.declarations import Strategy
-from kgrag.retrieval.budget import fill_budget
+from kgrag.retrieval.budget import filled_best
 from kgrag.retrieval.units import Evidence, Units
 
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
-
-# Units sorted by the first block of a budget fill: about three budgets of 1,000 tokens of
-# musique's chunks (110 tokens on average); a fill that reads past it sorts a block twice
-# as large, and so on.
-FIRST_BLOCK = 32
-
-
-def best(scores: np.ndarray, pool: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``n`` best units of ``pool`` (positions in ascending order) in rank order,
-    scores descending and ties in position order, and the rest of ``pool`` (ascending).
-    Only those n are sorted: a partition finds the n-th best score, and of the units
-    that tie with it the first in position order are kept, as a stable sort of every
-    score would keep them."""
-    if pool.size <= n:
-        top, rest = pool, pool[:0]
-    else:
-        pooled = scores[pool]
-        nth = np.partition(pooled, pool.size - n)[pool.size - n]
-        kept = pooled > nth
-        kept[np.flatnonzero(pooled == nth)[: n - np.count_nonzero(kept)]] = True
-        top, rest = pool[kept], pool[~kept]
-    return top[np.argsort(-scores[top], kind="stable")], rest
-
 
 class Bm25Index:
     """BM25 scores of every unit for a question."""
@@ -102,22 +80,10 @@ class Bm25Index:
 
     def filled(self, question: str, budget: int) -> list[str]:
         """The units ``fill_budget`` takes from ``ranked(question)`` into ``budget``, the
-        ranking sorted block by block as the fill reads it. A unit larger than what is
-        left of the budget is skipped and would be skipped later too (what is left only
-        shrinks), so before each block the units not yet read are cut to those that still
-        fit: once the best few are taken, only the rare small units remain to be sorted,
-        not the whole ranking that the fill would read to its end."""
+        ranking sorted only as far as the fill reads it (``filled_best``)."""
         scores = self.scores(question)
-        pool = np.flatnonzero(scores > 0)
-        chosen: list[str] = []
-        left, block = budget, FIRST_BLOCK
-        while pool.size:
-            top, pool = best(scores, pool[self.sizes[pool] <= left], block)
-            taken = fill_budget(self.id_array[top].tolist(), self.tokens, left)
-            chosen += taken
-            left -= sum(self.tokens[unit] for unit in taken)
-            block *= 2
-        return chosen
+        return filled_best(scores, np.flatnonzero(scores > 0), self.id_array, self.sizes,
+                           self.tokens, budget)
 
 
 class Bm25Strategy:

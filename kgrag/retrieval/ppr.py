@@ -15,6 +15,7 @@ them as the question's subgraph).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,9 +50,17 @@ class PprStrategy:
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
         return self.search.scored(question, vector)[0]
 
+    @functools.cached_property
+    def sizes(self) -> np.ndarray:
+        """Each chunk's tokens, in the graph's chunk order (the search's lazy fill reads
+        them by position)."""
+        return np.array([self.units.tokens[c] for c in self.search.graph.chunk_ids])
+
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
-        ranked, scores, trace = self.search.scored(question, vector)
-        context = self.units.filled(ranked, self.budget)
+        """``units.filled(ranking)``, the ranking sorted only as far as the fill reads it."""
+        chosen, scores, trace = self.search.filled(question, vector, self.sizes,
+                                                   self.units.tokens, self.budget)
+        context = self.units.context(chosen)
         trace["scores"] = {c: round(scores.get(c, 0.0), 8) for c in context.unit_ids}
         if "reached" in trace:  # a walk, not the dense fallback: the edges it went through
             trace["subgraph"] = self.search.subgraph([*trace["seeds"], *trace["reached"]],

@@ -25,8 +25,12 @@ and the question's vector meets rendered facts or phrase names to seed beyond ex
 names (``kgrag.retrieval.fact_links``), each link weighted by its similarity.
 
 Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
-``PprSearch``. Chunks with mass rank by it (ties by dense rank), then the remaining
-chunks in dense order. A question naming no entity of the graph is answered by the
+``PprSearch``; with ``walk: push``, its local forward push at ``push_epsilon`` (the same
+restart vector and damping; the iteration cap does not apply), whose mass is zero on the
+nodes it did not reach. Chunks with mass rank by it (ties by dense rank), then the remaining
+chunks in dense order. A context is filled from that ranking sorted only as far as the
+fill reads it (``PprSearch.filled``); the whole ranking is built only for those that read
+it to its end (fusion, KET-RAG's skeleton channel). A question naming no entity of the graph is answered by the
 dense ranking, and its trace says so (the retrieve step counts those fallbacks). The
 trace lists the seeds with their weights, the ``REACHED`` other entities the walk left
 most mass on, and each retrieved chunk's mass: why a chunk came back.
@@ -50,10 +54,11 @@ from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
 from kgrag.models.embed.backends import TORCH, identity
+from kgrag.retrieval.budget import best, fill_budget, filled_best
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
-from kgrag.retrieval.walk_params import WALK_PARAMS
+from kgrag.retrieval.walk_params import PUSH_EPSILON, WALK_PARAMS
 
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources
@@ -76,6 +81,18 @@ class Seeds:
     certainty: list[float]
 
 
+@dataclass(frozen=True)
+class Walked:
+    """What a question's walk leaves for the rankings drawn from it: every chunk's dense
+    similarity, every chunk's mass (None when no seed linked: the dense ranking), the
+    chunks with mass best first, and the trace."""
+
+    similarity: np.ndarray
+    chunk_mass: np.ndarray | None
+    held: np.ndarray
+    trace: dict[str, Any]
+
+
 class PprSearch:
     """Link the question's entities, walk, rank chunks: what every PPR user shares.
 
@@ -86,14 +103,15 @@ class PprSearch:
 
     def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, *, damping: float,
                  max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
+                 push_epsilon: float | None = None,
                  mentions: Callable[[str], list[str]] | None = None,
                  nearest: NearestNames | None = None, links: Sequence[FactLinks] = ()) -> None:
         self.graph, self.walk = graph, Walk(graph.adjacency)
         self.chunk_matrix = chunk_matrix
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
-        self.dense_seed_chunks = dense_seed_chunks
+        self.dense_seed_chunks, self.push_epsilon = dense_seed_chunks, push_epsilon
         self.mentions, self.nearest, self.links = mentions, nearest, list(links)
-        self.walked: dict[tuple[str, bytes], tuple[list[str], Mapping[str, float], dict]] = {}
+        self.walked: dict[tuple[str, bytes], Walked] = {}
 
     @classmethod
     def load(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
@@ -158,7 +176,10 @@ class PprSearch:
                                  "two of its phrase nodes; leave fact_links out")
         return cls(entity_graph, matrix, damping=config["damping"],
                    max_iterations=config["max_iterations"], dense_seeds=config["dense_seeds"],
-                   dense_seed_chunks=config["dense_seed_chunks"], mentions=mentions,
+                   dense_seed_chunks=config["dense_seed_chunks"],
+                   push_epsilon=(config.get("push_epsilon") or PUSH_EPSILON
+                                 if config.get("walk") == "push" else None),
+                   mentions=mentions,
                    nearest=nearest, links=[links for links in (facts, names) if links])
 
     def seeds(self, question: str, vector: np.ndarray | None = None) -> Seeds:
@@ -191,35 +212,50 @@ class PprSearch:
     def run(self, question: str, vector: np.ndarray
             ) -> tuple[np.ndarray | None, np.ndarray, dict[str, Any]]:
         """The PPR mass of every node (None when no seed links: the caller falls back),
-        the chunks in dense order, and the trace (seeds and their weights)."""
+        every chunk's dense similarity, and the trace (seeds and their weights). Only the
+        dense seeds are sorted out of the similarities, not every chunk."""
         similarity = self.chunk_matrix @ vector.astype(np.float32)
-        dense_order = np.argsort(-similarity, kind="stable")
         seeds = self.seeds(question, vector)
         if not seeds.nodes or not max(seeds.certainty) > 0:
-            return None, dense_order, {"fallback": NO_SEED, "seeds": {}}
+            return None, similarity, {"fallback": NO_SEED, "seeds": {}}
         n_entities = len(self.graph.names)
-        restart = np.zeros(n_entities + len(self.graph.chunk_ids))
         weights = self.graph.specificity(seeds.nodes) * np.array(seeds.certainty)
-        restart[seeds.nodes] = (1.0 - self.dense_seeds) * weights / weights.sum()
+        nodes, restart = [np.array(seeds.nodes, dtype=np.int64)], [
+            (1.0 - self.dense_seeds) * weights / weights.sum()]
         if self.dense_seeds > 0:
-            top = dense_order[: self.dense_seed_chunks]
+            top = best(similarity, np.arange(len(similarity)), self.dense_seed_chunks)[0]
             spread = similarity.max() - similarity.min()
             dense = ((similarity[top] - similarity.min()) / spread if spread > 0
                      else np.ones(len(top)))
             if dense.sum() > 0:
-                restart[n_entities + top] = self.dense_seeds * dense / dense.sum()
-        mass = self.walk.run(restart, self.damping, max_steps=self.max_iterations)
+                nodes.append(n_entities + top)
+                restart.append(self.dense_seeds * dense / dense.sum())
+        mass, walked = self._walk(np.concatenate(nodes), np.concatenate(restart))
         trace: dict[str, Any] = {"seeds": {self.graph.names[s]: round(float(w), 6)
                                            for s, w in zip(seeds.nodes, weights)}}
-        entity_mass = mass[:n_entities].copy()
-        entity_mass[seeds.nodes] = 0.0  # the seeds are listed already
-        reached = [int(i) for i in np.argsort(-entity_mass, kind="stable")[:REACHED]
+        entities = walked[walked < n_entities]
+        entity_mass = mass[entities]
+        entity_mass[np.isin(entities, seeds.nodes)] = 0.0  # the seeds are listed already
+        reached = [int(entities[i]) for i in np.argsort(-entity_mass, kind="stable")[:REACHED]
                    if entity_mass[i] > 0]
-        trace["reached"] = {self.graph.names[i]: round(float(entity_mass[i]), 8)
-                            for i in reached}
+        trace["reached"] = {self.graph.names[i]: round(float(mass[i]), 8) for i in reached}
         if seeds.nearest:
             trace["nearest"] = seeds.nearest
-        return mass, dense_order, trace
+        return mass, similarity, trace
+
+    def _walk(self, nodes: np.ndarray, restart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every node's mass (restart weights ``restart`` at ``nodes``, summed where a node
+        repeats), and the nodes that may hold any: all of them for the power walk, those
+        the push reached for a push walk (a few thousand at any graph size)."""
+        if self.push_epsilon is None:
+            dense = np.zeros(self.walk.n)
+            np.add.at(dense, nodes, restart)
+            return (self.walk.run(dense, self.damping, max_steps=self.max_iterations),
+                    np.arange(self.walk.n))
+        touched, estimate, _ = self.walk.push(nodes, restart, self.damping, self.push_epsilon)
+        mass = np.zeros(self.walk.n)  # zeroed pages: only the touched ones are written
+        mass[touched] = estimate
+        return mass, touched
 
     def subgraph(self, entities: list[str], chunks: list[str]) -> dict[str, list[list[str]]]:
         """The walked graph's edges among ``entities`` (names) and ``chunks`` (ids): each
@@ -229,7 +265,17 @@ class PprSearch:
         offset = len(self.graph.names)
         held = [(c, offset + self.position[c]) for c in chunks if c in self.position]
         rows = [i for _, i in named]  # one slice of the graph, not an element lookup a pair
-        block = self.graph.adjacency[rows][:, rows + [j for _, j in held]].toarray()
+        columns = rows + [j for _, j in held]
+        # the rows' stored edges matched to the columns, not a column slice: that sizes an
+        # array by every node of the graph (40 ms a question at a million chunks)
+        edges = self.graph.adjacency[rows].tocoo()
+        where: dict[int, list[int]] = {}
+        for k, node in enumerate(columns):
+            where.setdefault(node, []).append(k)
+        block = np.zeros((len(rows), len(columns)), dtype=bool)
+        near = np.isin(edges.col, columns) & (edges.data != 0)
+        for row, column in zip(edges.row[near].tolist(), edges.col[near].tolist()):
+            block[row, where[column]] = True
         mentions = [[e, c] for r, (e, _) in enumerate(named)
                     for k, (c, _) in enumerate(held) if block[r, len(rows) + k]]
         relations = [[a, b] for r, (a, _) in enumerate(named)
@@ -239,24 +285,58 @@ class PprSearch:
     def scored(self, question: str, vector: np.ndarray
                ) -> tuple[list[str], Mapping[str, float], dict[str, Any]]:
         """Every chunk best first (by mass, ties and the massless rest in dense order),
-        each chunk's PPR mass, and the trace; the dense ranking when no seed links. A
-        question asked again (by another budget of a sweep) is not walked again."""
+        each chunk's PPR mass, and the trace; the dense ranking when no seed links. What
+        fusion and KET-RAG's skeleton channel read: a context reads ``filled``."""
+        walked = self.question_walk(question, vector)
+        dense_order = np.argsort(-walked.similarity, kind="stable")
+        trace = copy.deepcopy(walked.trace)
+        if walked.chunk_mass is None:
+            return self.chunk_array[dense_order].tolist(), {}, trace
+        massless = np.ones(len(dense_order), dtype=bool)
+        massless[walked.held] = False
+        order = np.concatenate([walked.held, dense_order[massless[dense_order]]])
+        return (self.chunk_array[order].tolist(),
+                ChunkMass(self.position, walked.chunk_mass, order), trace)
+
+    def filled(self, question: str, vector: np.ndarray, sizes: np.ndarray,
+               tokens: Mapping[str, int], budget: int
+               ) -> tuple[list[str], Mapping[str, float], dict[str, Any]]:
+        """The chunks ``fill_budget`` takes into ``budget`` from ``scored``'s ranking
+        (``sizes``: each chunk's tokens, in the graph's chunk order), each chunk's mass
+        and the trace, with the ranking sorted only as far as the fill reads it: the
+        chunks with mass (sorted already), then the massless rest in dense order, sorted
+        block by block (``filled_best``). Sorting and naming every chunk cost a question
+        several times the push walk at a million chunks."""
+        walked = self.question_walk(question, vector)
+        trace = copy.deepcopy(walked.trace)
+        everything = np.arange(len(walked.similarity))
+        if walked.chunk_mass is None:
+            return (filled_best(walked.similarity, everything, self.chunk_array, sizes, tokens,
+                                budget), {}, trace)
+        chosen = fill_budget(self.chunk_array[walked.held].tolist(), tokens, budget)
+        left = budget - sum(tokens[chunk] for chunk in chosen)
+        massless = everything[~(walked.chunk_mass > 0)]
+        chosen += filled_best(walked.similarity, massless, self.chunk_array, sizes, tokens, left)
+        return chosen, ChunkMass(self.position, walked.chunk_mass, walked.held), trace
+
+    def question_walk(self, question: str, vector: np.ndarray) -> Walked:
+        """The question's walk; a question asked again (by another budget of a sweep, or
+        by fusion's ranking after the context) is not walked again."""
         key = (question, vector.tobytes())
         if key not in self.walked:
-            self.walked[key] = self._scored(question, vector)
-        ranked, scores, trace = self.walked[key]
-        return ranked, scores, copy.deepcopy(trace)
+            self.walked[key] = self._question_walk(question, vector)
+        return self.walked[key]
 
-    def _scored(self, question: str, vector: np.ndarray
-                ) -> tuple[list[str], Mapping[str, float], dict[str, Any]]:
-        mass, dense_order, trace = self.run(question, vector)
+    def _question_walk(self, question: str, vector: np.ndarray) -> Walked:
+        mass, similarity, trace = self.run(question, vector)
         if mass is None:
-            return self.chunk_array[dense_order].tolist(), {}, trace
+            return Walked(similarity, None, np.arange(0), trace)
         chunk_mass = mass[len(self.graph.names):]
-        dense_rank = np.empty(len(dense_order), dtype=np.int64)
-        dense_rank[dense_order] = np.arange(len(dense_order))
-        order = np.lexsort((dense_rank, -chunk_mass))
-        return self.chunk_array[order].tolist(), ChunkMass(self.position, chunk_mass, order), trace
+        # only the chunks with mass are sorted (a push reaches a few hundred of a million),
+        # by mass, ties in dense order: by similarity, then position (a stable sort's ties)
+        held = np.flatnonzero(chunk_mass > 0)
+        held = held[np.lexsort((held, -similarity[held], -chunk_mass[held]))]
+        return Walked(similarity, chunk_mass, held, trace)
 
     @functools.cached_property
     def chunk_array(self) -> np.ndarray:

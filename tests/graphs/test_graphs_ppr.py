@@ -74,3 +74,43 @@ def test_a_restart_without_positive_mass_or_of_the_wrong_size_is_refused(restart
 
 def test_an_empty_graph_has_an_empty_distribution():
     assert Walk(sp.csr_matrix((0, 0))).run(None, 0.5).shape == (0,)
+
+
+def test_push_converges_to_the_power_walk_with_dangling_nodes_and_reports_its_error():
+    # a triangle with a tail, two dangling nodes in the restart: the push sends their
+    # mass back to the restart as the power walk does, so its limit is the same π
+    graph = undirected(7, [(0, 1), (1, 2), (2, 0), (2, 3), (3, 6)])  # 4 and 5 dangle
+    restart = np.array([0.0, 2.0, 0.0, 0.0, 1.0, 1.0, 0.0])
+    walk = Walk(graph)
+    exact = walk.run(restart, 0.6, tol=1e-13)
+    errors = []
+    for epsilon in (1e-2, 1e-4, 1e-8):
+        nodes, mass, error = walk.push(np.flatnonzero(restart), restart[restart > 0], 0.6,
+                                       epsilon)
+        estimate = np.zeros(7)
+        estimate[nodes] = mass
+        # the reported error is the L1 distance, and every node is an underestimate
+        assert np.abs(exact - estimate).sum() == pytest.approx(error, abs=1e-9)
+        assert (estimate <= exact + 1e-12).all()
+        errors.append(error)
+    assert errors[0] > errors[1] > errors[2] and errors[2] < 1e-6
+
+
+def test_push_touches_only_the_seeds_neighbourhood():
+    # two components: a walk restarting in the first never reads the second's edges
+    graph = undirected(6, [(0, 1), (1, 2), (3, 4), (4, 5)])
+    nodes, mass, _ = Walk(graph).push(np.array([0]), np.array([1.0]), 0.5, 1e-9)
+    assert set(nodes.tolist()) == {0, 1, 2} and (mass > 0).all()
+
+
+@pytest.mark.parametrize("epsilon, nodes, weights, message", [
+    (0.0, [0], [1.0], "0 < epsilon < 1"),
+    (1.0, [0], [1.0], "0 < epsilon < 1"),
+    (1e-4, [0], [0.0], "positive sum"),
+    (1e-4, [0, 1], [1.0], "one non-negative weight per restart node"),
+    (1e-4, [9], [1.0], "not in the graph"),
+])
+def test_push_refuses_bad_input(epsilon, nodes, weights, message):
+    walk = Walk(undirected(3, [(0, 1), (1, 2)]))
+    with pytest.raises(KgragError, match=message):
+        walk.push(np.array(nodes), np.array(weights), 0.5, epsilon)
