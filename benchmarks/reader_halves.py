@@ -16,8 +16,8 @@ interval; ``coverage``, the share of questions whose gold answer occurs in the c
 handed over; the free answers' mended defects; the extractive answers' citation figures
 (the share of cited span answers verbatim in every part they cite, answer-level and
 document-level citation precision); and the median seconds per question over the
-questions whose calls all ran the model (none on a warm rerun; an extractive answer's
-include the free answer it snaps, and the ratio of mean seconds to free's is given).
+questions whose calls all ran the model (none on a warm rerun; for the extractive
+mode, the ratio of its mean seconds to free's over the questions both ran cold).
 
 Choose settings on ``--half dev``; report ``--half test``.
 """
@@ -99,22 +99,20 @@ def answer_all(session: api.Session, table: pl.DataFrame, contexts: list, layout
 
 def cold_seconds(r: dict, free: dict | None) -> str:
     """The median seconds of an answer over the questions whose model calls all ran (none
-    on a warm rerun). An extractive span answer first writes the free answer, the same
-    call as the free column's, which this run then found cached: its cost is the free
-    answer's seconds and its own, counted where the free answer ran the model."""
-    own = free is None or r is free or "span" not in r["kinds"]
-    if own:
-        spent = [s for s, cold in zip(r["seconds"], r["cold"]) if cold]
-    else:
-        spent = [s + (f if reply.kind == "span" else 0.0) for s, f, cold, reply in
-                 zip(r["seconds"], free["seconds"], free["cold"], r["replies"]) if cold]
+    on a warm rerun), and, beside another mode's, the ratio of its mean to the free
+    answers' mean over the questions both ran cold. An extractive answer makes its own
+    calls (the free answer from the evidence sentences, and scores when it snaps to
+    nothing), so its seconds are its whole cost."""
+    spent = [s for s, cold in zip(r["seconds"], r["cold"]) if cold]
     if not spent:
         return "warm"
-    if own:
+    if free is None or r is free:
         return f"{statistics.median(spent):.2f} ({len(spent)})"
-    base = [s for s, cold in zip(free["seconds"], free["cold"]) if cold]
-    return (f"{statistics.median(spent):.2f} ({len(spent)}; mean "
-            f"{np.mean(spent) / np.mean(base):.2f}× free)")
+    both = [(s, f) for s, f, cold, free_cold in zip(r["seconds"], free["seconds"], r["cold"],
+                                                     free["cold"]) if cold and free_cold]
+    ratio = (f"; mean {np.mean([s for s, _ in both]) / np.mean([f for _, f in both]):.2f}× "
+             f"free over {len(both)}" if both else "")
+    return f"{statistics.median(spent):.2f} ({len(spent)}{ratio})"
 
 
 def load_rows(session: api.Session, half: str, seed: int, limit: int | None,
