@@ -4,8 +4,8 @@ search keeps so that strategies sharing one search walk a question once.
 Strategies that share a ``PprSearch`` (the budgets of a sweep, a fusion member and the
 ppr row itself, RAS's sub-queries) ask it for the same question's walk again. The memo
 used to keep every walk of the run: at a million chunks one held every chunk's dense
-similarity (4 MB of float32) and, through a slice, every node's mass (about 90 MB with
-the power walk), so a run of 1,000 questions could not fit in memory. Now a walk keeps
+similarity (4 MB of float32) and, through a slice, every node's mass (about 75 MB:
+9 nodes a chunk), so a run of 1,000 questions could not fit in memory. Now a walk keeps
 only what its rankings read (the similarities, and the chunks with mass and their mass,
 not every node's), and the memo holds at most ``WALK_MEMO_BYTES`` of walks, the least
 recently used evicted first. A walk asked for again after its eviction is walked again:
@@ -13,7 +13,7 @@ the walk is deterministic, so every ranking, context and trace is the same.
 
 The trade, by order: ``retrieve`` runs one strategy over every question, then the next
 strategy (a sweep's next budget, a fusion) over every question. While every question's
-walk fits (about 28 KB a question at 7,000 chunks with the push walk: all of 1,000 do),
+walk fits (about 30 KB a question at 7,000 chunks with the push walk: all of 1,000 do),
 each is walked once and shared. Past the bound (about 4 MB a question at a million
 chunks: 128 questions) the next strategy finds its first questions evicted and walks
 every question again: one walk a question per strategy, memory bounded, at scale.
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-WALK_MEMO_BYTES = 512 * 2**20  # walks a search keeps: 128 questions at a million chunks
+WALK_MEMO_BYTES = 512 * 2**20  # walks a search keeps: 128 push walks at a million chunks
 
 
 @dataclass(frozen=True)
