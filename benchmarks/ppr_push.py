@@ -28,6 +28,7 @@ from kgrag.contents.corpus import read_questions
 from kgrag.eval.halves import halves
 from kgrag.eval.metrics import recall_at_k
 from kgrag.retrieval.ppr_search import PprSearch
+from kgrag.retrieval.walked import WalkMemo
 from kgrag.steps.retrieve import load_strategy
 
 K = 5
@@ -79,7 +80,7 @@ def main() -> None:
             rankings, masses, ms = base_rankings, base_masses, base_ms
         else:
             search = copy.copy(power)
-            search.push_epsilon, search.walked = epsilon, {}
+            search.push_epsilon, search.walked = epsilon, WalkMemo()
             rankings, masses, ms = walked(search, texts, vectors)
         recall = np.mean([recall_at_k([doc_of[c] for c in r], g, K) or 0.0
                           for r, g in zip(rankings, gold)])

@@ -45,6 +45,7 @@ from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
 from kgrag.retrieval.ppr import PprStrategy
 from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Evidence, Units
+from kgrag.retrieval.walked import WalkMemo
 from kgrag.steps.retrieve import load_strategy
 
 
@@ -63,7 +64,7 @@ def tiled_search(search: PprSearch, k: int) -> PprSearch:
     copy = object.__new__(PprSearch)
     copy.__dict__.update({k: v for k, v in search.__dict__.items() if k not in ("position", "chunk_array")})
     copy.graph, copy.walk = tiled, Walk(tiled.adjacency)
-    copy.chunk_matrix, copy.walked = np.tile(search.chunk_matrix, (k, 1)), {}
+    copy.chunk_matrix, copy.walked = np.tile(search.chunk_matrix, (k, 1)), WalkMemo()
     return copy
 
 
@@ -213,7 +214,7 @@ def main() -> None:
         push = ""
         if args.push:
             local = shallow(big)
-            local.push_epsilon, local.walked = args.push, {}
+            local.push_epsilon, local.walked = args.push, WalkMemo()
             walk_ms: list[float] = []
             local._walk = stopwatch(local._walk, walk_ms)
             push = f"  {ppr_times(PprStrategy(local, units, budget), texts, vectors)}"

@@ -30,7 +30,8 @@ restart vector and damping; the iteration cap does not apply), whose mass is zer
 nodes it did not reach. Chunks with mass rank by it (ties by dense rank), then the remaining
 chunks in dense order. A context is filled from that ranking sorted only as far as the
 fill reads it (``PprSearch.filled``); the whole ranking is built only for those that read
-it to its end (fusion, KET-RAG's skeleton channel). A question naming no entity of the graph is answered by the
+it to its end (fusion, KET-RAG's skeleton channel). Strategies sharing a search share its
+walks through a memo bounded in bytes (``kgrag.retrieval.walked``). A question naming no entity of the graph is answered by the
 dense ranking, and its trace says so (the retrieve step counts those fallbacks). The
 trace lists the seeds with their weights, the ``REACHED`` other entities the walk left
 most mass on, and each retrieved chunk's mass: why a chunk came back.
@@ -41,7 +42,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,7 @@ from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
 from kgrag.retrieval.walk_params import PUSH_EPSILON, WALK_PARAMS
+from kgrag.retrieval.walked import ChunkMass, Walked, WalkMemo
 
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources
@@ -81,18 +83,6 @@ class Seeds:
     certainty: list[float]
 
 
-@dataclass(frozen=True)
-class Walked:
-    """What a question's walk leaves for the rankings drawn from it: every chunk's dense
-    similarity, every chunk's mass (None when no seed linked: the dense ranking), the
-    chunks with mass best first, and the trace."""
-
-    similarity: np.ndarray
-    chunk_mass: np.ndarray | None
-    held: np.ndarray
-    trace: dict[str, Any]
-
-
 class PprSearch:
     """Link the question's entities, walk, rank chunks: what every PPR user shares.
 
@@ -111,7 +101,7 @@ class PprSearch:
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
         self.dense_seed_chunks, self.push_epsilon = dense_seed_chunks, push_epsilon
         self.mentions, self.nearest, self.links = mentions, nearest, list(links)
-        self.walked: dict[tuple[str, bytes], Walked] = {}
+        self.walked = WalkMemo()
 
     @classmethod
     def load(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
@@ -290,13 +280,13 @@ class PprSearch:
         walked = self.question_walk(question, vector)
         dense_order = np.argsort(-walked.similarity, kind="stable")
         trace = copy.deepcopy(walked.trace)
-        if walked.chunk_mass is None:
+        if walked.mass is None:
             return self.chunk_array[dense_order].tolist(), {}, trace
         massless = np.ones(len(dense_order), dtype=bool)
         massless[walked.held] = False
         order = np.concatenate([walked.held, dense_order[massless[dense_order]]])
         return (self.chunk_array[order].tolist(),
-                ChunkMass(self.position, walked.chunk_mass, order), trace)
+                ChunkMass(self.position, self.chunk_array, walked.held, walked.mass), trace)
 
     def filled(self, question: str, vector: np.ndarray, sizes: np.ndarray,
                tokens: Mapping[str, int], budget: int
@@ -310,33 +300,37 @@ class PprSearch:
         walked = self.question_walk(question, vector)
         trace = copy.deepcopy(walked.trace)
         everything = np.arange(len(walked.similarity))
-        if walked.chunk_mass is None:
+        if walked.mass is None:
             return (filled_best(walked.similarity, everything, self.chunk_array, sizes, tokens,
                                 budget), {}, trace)
         chosen = fill_budget(self.chunk_array[walked.held].tolist(), tokens, budget)
         left = budget - sum(tokens[chunk] for chunk in chosen)
-        massless = everything[~(walked.chunk_mass > 0)]
-        chosen += filled_best(walked.similarity, massless, self.chunk_array, sizes, tokens, left)
-        return chosen, ChunkMass(self.position, walked.chunk_mass, walked.held), trace
+        massless = np.ones(len(everything), dtype=bool)
+        massless[walked.held] = False
+        chosen += filled_best(walked.similarity, everything[massless], self.chunk_array, sizes,
+                              tokens, left)
+        return chosen, ChunkMass(self.position, self.chunk_array, walked.held,
+                                 walked.mass), trace
 
     def question_walk(self, question: str, vector: np.ndarray) -> Walked:
         """The question's walk; a question asked again (by another budget of a sweep, or
-        by fusion's ranking after the context) is not walked again."""
-        key = (question, vector.tobytes())
-        if key not in self.walked:
-            self.walked[key] = self._question_walk(question, vector)
-        return self.walked[key]
+        by fusion's ranking after the context) is not walked again while the memo
+        (``kgrag.retrieval.walked``: bounded in bytes) still holds it."""
+        return self.walked.get(question, vector, lambda: self._question_walk(question, vector))
 
     def _question_walk(self, question: str, vector: np.ndarray) -> Walked:
+        """The walk's ranking inputs: the chunks with mass and their mass copied out of
+        every node's mass, which is dropped (at a million chunks with the power walk, about
+        90 MB a question)."""
         mass, similarity, trace = self.run(question, vector)
         if mass is None:
-            return Walked(similarity, None, np.arange(0), trace)
+            return Walked(similarity, np.arange(0), None, trace)
         chunk_mass = mass[len(self.graph.names):]
         # only the chunks with mass are sorted (a push reaches a few hundred of a million),
         # by mass, ties in dense order: by similarity, then position (a stable sort's ties)
         held = np.flatnonzero(chunk_mass > 0)
         held = held[np.lexsort((held, -similarity[held], -chunk_mass[held]))]
-        return Walked(similarity, chunk_mass, held, trace)
+        return Walked(similarity, held, chunk_mass[held], trace)
 
     @functools.cached_property
     def chunk_array(self) -> np.ndarray:
@@ -353,28 +347,6 @@ class PprSearch:
     def position(self) -> dict[str, int]:
         """Chunk id → its row in the walk's chunk block."""
         return {chunk: j for j, chunk in enumerate(self.graph.chunk_ids)}
-
-
-class ChunkMass(Mapping[str, float]):
-    """Each chunk with PPR mass → its mass, in ranking order, read where asked: a
-    question's retrieval reads the few chunks in its budget, and a dict of every chunk
-    the walk reached cost a question more than the walk itself at a million chunks."""
-
-    def __init__(self, position: dict[str, int], mass: np.ndarray, order: np.ndarray) -> None:
-        self.position, self.mass, self.order = position, mass, order
-
-    def __getitem__(self, chunk: str) -> float:
-        j = self.position[chunk]
-        if not self.mass[j] > 0:
-            raise KeyError(chunk)
-        return float(self.mass[j])
-
-    def __iter__(self) -> Iterator[str]:
-        ids = list(self.position)
-        return (ids[j] for j in self.order if self.mass[j] > 0)
-
-    def __len__(self) -> int:
-        return int((self.mass > 0).sum())
 
 
 def _identity(embedder: Any) -> str | None:
