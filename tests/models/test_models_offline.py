@@ -16,7 +16,7 @@ pytest.importorskip("openvino")
 
 # Counts the forks the import makes; the process's consent state comes from HOME.
 PROBE = """
-import os, sys
+import os, sys, time
 forks = []
 os.register_at_fork(before=lambda: forks.append(1))
 if sys.argv[1] == "kgrag":
@@ -24,11 +24,10 @@ if sys.argv[1] == "kgrag":
     offline()
 import openvino
 from openvino_telemetry import Telemetry
-telemetry = Telemetry(tid="G-TEST", app_name="probe", app_version="0", backend="ga4",
-                      enable_opt_in_dialog=False)
-telemetry.init(tid="G-TEST", app_name="probe", app_version="0", backend="ga4",
-               enable_opt_in_dialog=False)
-telemetry.force_shutdown(30.0)  # waits for the sends in flight
+telemetry = Telemetry()  # the one the import made (a singleton)
+deadline = time.monotonic() + 120
+while telemetry.sender.queue_size and time.monotonic() < deadline:  # the sends in flight
+    time.sleep(0.05)
 print(len(forks), telemetry.consent)
 """
 
