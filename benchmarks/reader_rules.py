@@ -22,7 +22,8 @@ judgement in every extractive rule. Rules (F1 per row, 95 % bootstrap interval):
 - ``snap``: the scored candidate sharing the most words (token F1) with the free answer,
   the prior breaking ties; ``sqrt`` when the free answer shares none;
 - ``snap-pool``: the same over every candidate of the context (no limit: the pool costs
-  no LLM call, only the fallback is scored); what ``answer.mode: extractive`` does;
+  no LLM call, only the fallback is scored); what ``answer.mode: extractive`` does with
+  ``answer.focus: 0`` (the free answer from the whole context);
 - ``verbatim``: the free answer itself when a unit holds it (case aside: the unit's own
   text is the answer), else ``snap-pool``;
 - ``verbatim-prior``: ``verbatim`` with the prior's first candidate, not ``sqrt``, when
