@@ -43,7 +43,8 @@ class _SpecLoader(yaml.SafeLoader):
     ``off`` as booleans; YAML 1.2 (most editors') reads the first as 400 and all the others
     as text. Kept as text (``AMBIGUOUS_NUMBER``, ``AMBIGUOUS_BOOLEAN``), they mean what
     they say where a string belongs and are refused, at their line, where a number or a
-    boolean does.
+    boolean does. A number with an exponent and no point (``1e-5``), text to YAML 1.1, is
+    read as YAML 1.2 reads it: a float.
     """
 AMBIGUOUS_NUMBER = re.compile(
     r"^[-+]?(?:0[0-9_]+"  # a leading zero: octal
@@ -56,10 +57,15 @@ AMBIGUOUS_NUMBER = re.compile(
 digits with underscores."""
 AMBIGUOUS_BOOLEAN = re.compile(r"^(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$")
 """A boolean only YAML 1.1 reads as one; YAML 1.2 knows only true and false."""
+EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+"""A number with an exponent, which YAML 1.2 reads as a float and YAML 1.1 as a float only
+with a point and a signed exponent (``1.0e-5``): ``1e-5``, ``2E5`` and ``3.5e7`` are read
+as the floats every editor and Python take them for, not as text."""
 
 _SpecLoader.add_constructor(_YAML_TAG + "timestamp", _SpecLoader.construct_yaml_str)
 _SpecLoader.yaml_implicit_resolvers = {
-    first: [(_YAML_TAG + "str", AMBIGUOUS_NUMBER), *resolvers] if first in "+-0123456789"
+    first: [(_YAML_TAG + "str", AMBIGUOUS_NUMBER), (_YAML_TAG + "float", EXPONENT_FLOAT),
+            *resolvers] if first in "+-0123456789"
     else [(_YAML_TAG + "str", AMBIGUOUS_BOOLEAN), *resolvers] if first in "yYnNoO"
     else list(resolvers)
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()

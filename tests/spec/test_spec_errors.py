@@ -599,6 +599,19 @@ def test_booleans_yaml_versions_read_differently_are_refused(tmp_path: Path, val
         "yes, no, on and off (booleans to YAML 1.1, text to YAML 1.2); write true or false")]
 
 
+@pytest.mark.parametrize("value, number", [("1e-5", 1e-5), ("2.5E-3", 2.5e-3), (".5e-2", 0.005),
+                                           ("+1e-1", 0.1)])
+def test_an_exponent_without_a_point_is_a_float_as_yaml_1_2_reads_it(tmp_path: Path, value: str,
+                                                                    number: float) -> None:
+    """YAML 1.1 (PyYAML) reads 1e-5 as text, so a spec's push_epsilon: 1e-5 was refused
+    with "expected number"; YAML 1.2 and every editor read a float."""
+    path = write(tmp_path, VALID_HEAD, "query:\n  - {name: ppr, strategy: ppr, entities: kg, "
+                 f"walk: push, push_epsilon: {value}}}\n"
+                 "extraction: {method: nlp}\ngraphs:\n  - {name: kg, kind: entities}\n")
+    assert check_spec(path) == []
+    assert load_spec(path).data["query"][0]["push_epsilon"] == pytest.approx(number)
+
+
 def test_such_numbers_are_text_where_text_belongs(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_HEAD, "description: 0400\nchunking: {size: 400}\n")
     spec = load_spec(path)
