@@ -39,7 +39,7 @@ from kgrag.answer.focus import focused
 from kgrag.answer.generate import INSUFFICIENT, MAX_CITATIONS, answer, completion_prompt
 from kgrag.answer.hygiene import mend
 from kgrag.answer.matching import f1_score
-from kgrag.answer.spans import YES_NO, Candidate, candidates, read_question, units_holding
+from kgrag.answer.spans import YES_NO, Candidate, candidates, parse, read_question, units_holding
 from kgrag.models.embed.embedder import CachedEmbedder
 from kgrag.models.llm import CachedLLM, Score
 
@@ -98,12 +98,13 @@ def extractive_answer(llm: CachedLLM, units: Sequence[str], question: str, *,
                                  [f" {word.capitalize()}" for word in YES_NO])
         best = max(range(2), key=lambda i: values[i])
         return Extracted(YES_NO[best], [], "judgement", 2, tokens, 0)
-    pool = candidates(units, question, None)
+    docs = parse(units)  # one parse for the candidates and the evidence sentences
+    pool = candidates(units, question, None, docs)
     if not pool:
         return Extracted(INSUFFICIENT, [], "escape", 0, 0, 0)
     if focus:
         assert embedder is not None, "a focused answer needs the embedder"
-        context = focused(units, question, embedder, focus)
+        context = focused(units, question, embedder, focus, docs)
     free, completion = answer(llm, "\n\n".join(units) if context is None else context,
                               question, max_tokens=max_tokens, style=style)
     chosen = nearest(mend(free, units, question)[0], pool)

@@ -19,10 +19,11 @@ is not a sentence of its own. Ties in similarity keep the earlier sentence.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from kgrag.answer.spans import nlp
+from kgrag.answer.spans import parse
 from kgrag.models.embed.embedder import CachedEmbedder
 
 DEFAULT_FOCUS = 4  # sentences; chosen on the dev halves (docs/results.md, "The reader")
@@ -34,11 +35,12 @@ def _title(unit: str) -> str:
 
 
 def focused(units: Sequence[str], question: str, embedder: CachedEmbedder,
-            sentences: int) -> str:
-    """The ``sentences`` sentences of ``units`` most like ``question``, in the units'
-    order, grouped by unit under its title line; the units whole when they hold no more."""
+            sentences: int, docs: Sequence[Any] | None = None) -> str:
+    """The ``sentences`` sentences of ``units`` (``docs``: their parse, made here when not
+    given) most like ``question``, in the units' order, grouped by unit under its title
+    line; the units whole when they hold no more."""
     found: list[tuple[int, str]] = []  # (unit, sentence)
-    for index, doc in enumerate(nlp().pipe(units, disable=["lemmatizer"])):
+    for index, doc in enumerate(parse(units) if docs is None else docs):
         title = _title(units[index])
         for sentence in doc.sents:
             text = " ".join(sentence.text.split())

@@ -97,7 +97,7 @@ def read_question(question: str) -> Question:
 
 
 @functools.cache
-def nlp() -> Any:
+def _nlp() -> Any:
     """The spaCy pipeline spans and sentences come from, loaded once."""
     return load_pipeline(resolve_pipeline(PIPELINE))
 
@@ -114,16 +114,24 @@ def _trimmed(span: Any) -> Any:
     return span.doc[start:end]
 
 
-def candidates(units: Sequence[str], question: str, limit: int | None) -> list[Candidate]:
-    """The best ``limit`` candidate spans of ``units`` for ``question`` by the prior (all
-    of them when ``limit`` is None; each distinct text once, from the first unit that holds
-    it), best first; a yes/no question's are empty (``read_question`` says it is one)."""
+def parse(units: Sequence[str]) -> list[Any]:
+    """spaCy's parse of each unit: what the candidate spans and the evidence sentences
+    (``kgrag.answer.focus``) are read from, parsed once for both."""
+    return list(_nlp().pipe(units, disable=["lemmatizer"]))
+
+
+def candidates(units: Sequence[str], question: str, limit: int | None,
+               docs: Sequence[Any] | None = None) -> list[Candidate]:
+    """The best ``limit`` candidate spans of ``units`` (``docs``: their parse, made here
+    when not given) for ``question`` by the prior (all of them when ``limit`` is None;
+    each distinct text once, from the first unit that holds it), best first; a yes/no
+    question's are empty (``read_question`` says it is one)."""
     asked = read_question(question)
     if asked.yes_no:
         return []
     options = [set(words(o)) - _STOP for o in asked.options]
     found: dict[str, Candidate] = {}
-    for index, doc in enumerate(nlp().pipe(units, disable=["lemmatizer"])):
+    for index, doc in enumerate(parse(units) if docs is None else docs):
         spans: list[tuple[Any, str]] = [(_trimmed(e), e.label_) for e in doc.ents]
         spans += [(_trimmed(c), "NOUN") for c in doc.noun_chunks]
         spans += [(doc[t.i:t.i + 1], "CARDINAL") for t in doc if t.like_num]
