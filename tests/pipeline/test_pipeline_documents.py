@@ -169,7 +169,7 @@ def test_extractive_answers_are_spans_of_the_units_they_cite(project):
 def test_an_extractive_context_without_candidates_gets_the_escape_counted(project, monkeypatch):
     from kgrag.answer import extractive
 
-    monkeypatch.setattr(extractive, "candidates", lambda units, question, limit: [])
+    monkeypatch.setattr(extractive, "candidates", lambda units, question, limit, docs: [])
     spec = documents_spec(project, cite=True, mode="extractive")
     steps, rows, _ = run_with(spec, RuleLLM())
     assert steps["answer.dense"]["notes"]["answers_escape"] == 3
