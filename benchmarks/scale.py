@@ -1,5 +1,6 @@
 """What an LLM-free build and its queries cost as the corpus grows: one spec (nlp
-entities, dense with the ``openvino-int8`` embedder, BM25, their fusion and ``ppr``) run
+entities, dense with the ``openvino-int8`` embedder, BM25, their fusion and ``ppr`` with
+the power walk and with ``walk: push``) run
 on each scale corpus of ``benchmarks/scale_corpus.py``, one table for all.
 
     flock /tmp/kgrag-heavy.lock python benchmarks/scale.py --sizes 1x 10k [--queries 100]
@@ -39,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.scale_corpus import SAMPLES, SIZES, write
 
-STRATEGIES = ("dense", "bm25", "fusion", "ppr")
+STRATEGIES = ("dense", "bm25", "fusion", "ppr", "ppr-push")
 SPEC = """\
 # written by benchmarks/scale.py: the LLM-free scale spec over {size}
 name: scale-{size}
@@ -55,6 +56,7 @@ query:
   - {{name: bm25, strategy: bm25, budget_tokens: 2000}}
   - {{name: fusion, strategy: fusion, fuse: [dense, bm25], budget_tokens: 2000}}
   - {{name: ppr, strategy: ppr, entities: nlp-kg, budget_tokens: 2000}}
+  - {{name: ppr-push, strategy: ppr, entities: nlp-kg, walk: push, budget_tokens: 2000}}
 answer: {{questions: 0}}
 evaluate: {{metrics: [recall@5]}}
 {cache}"""
