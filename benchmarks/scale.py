@@ -62,15 +62,17 @@ evaluate: {{metrics: [recall@5]}}
 {cache}"""
 
 
-def spec_for(size: str, seed: int, data: Path, cache: str = "") -> Path:
+def spec_for(size: str, seed: int, data: Path, cache: str = "", added: int = 0) -> Path:
     """The size's corpus folder (written if missing) with its spec; ``cache`` an extra
-    spec section (a query session's own call cache)."""
-    folder = ROOT / "outputs" / "scale-corpus" / size
+    spec section (a query session's own call cache); ``added`` distractors more than the
+    size holds (``grow``), in a folder and a run of their own."""
+    label = f"{size}-plus{added}" if added else size
+    folder = ROOT / "outputs" / "scale-corpus" / label
     if not (folder / "corpus.json").exists():
-        print(f"writing the {size} corpus ...", flush=True)
-        write(folder, size, seed, data)
+        print(f"writing the {label} corpus ...", flush=True)
+        write(folder, size, seed, data, added)
     name = "query-spec.yaml" if cache else "spec.yaml"
-    (folder / name).write_text(SPEC.format(size=size, cache=cache))
+    (folder / name).write_text(SPEC.format(size=label, cache=cache))
     return folder / name
 
 
@@ -238,6 +240,36 @@ def measure(size: str, args: argparse.Namespace) -> dict:
             "recall@5": recall(run_dir), "query_ms": json.loads(probe.stdout.splitlines()[-1])}
 
 
+def grow(size: str, share: float, args: argparse.Namespace, cold: dict) -> dict:
+    """Add ``share`` of the size's documents to it (new distractor passages) and run the
+    spec again with the same call cache, as a user reruns after adding files: every step
+    runs, served by the cache for the chunks it has seen. ``cold`` is the size's build in
+    this run, which must have computed everything for the ratio to mean anything."""
+    added = round(share * SIZES[size])
+    whole = build(spec_for(size, args.seed, Path(args.data), added=added))
+    if any(s["cache_hits"] for s in cold["steps"]):
+        print(f"warning: the {size} build found chunks in the call cache: it was not cold, "
+              "so the ratios below are not against a cold build", flush=True)
+    return {"added": added, "build": whole,
+            "steps": steps(ROOT / "outputs" / f"scale-{size}-plus{added}")}
+
+
+def grown_table(result: dict) -> str:
+    """The rerun after adding documents against the size's cold build, step by step."""
+    grown = result["grown"]
+    lines = [(f"Adding {grown['added']:,} documents to {result['size']} "
+              f"({chunks_of(result):,} chunks):"), "",
+             "| step | cold build s | rerun after adding s | share |", "|---|---|---|---|"]
+    rerun = {s["step"]: s["wall_s"] for s in grown["steps"]}
+    for s in result["steps"]:
+        lines.append(f"| {s['step']} | {s['wall_s']:.1f} | {rerun[s['step']]:.1f} | "
+                     f"{rerun[s['step']] / s['wall_s']:.1%} |")
+    cold, again = result["build"]["wall_s"], grown["build"]["wall_s"]
+    lines.append(f"| **whole run** (child process) | {cold:.1f} | {again:.1f} | "
+                 f"{again / cold:.1%} |")
+    return "\n".join(lines)
+
+
 def chunks_of(result: dict) -> int:
     return next(s["notes"]["chunks"] for s in result["steps"] if s["step"] == "chunks")
 
@@ -279,6 +311,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--tile", type=int, default=0, metavar="COPIES",
                         help="no build: time the queries on the first size built, its "
                              "artefacts repeated COPIES times (a simulation of a larger size)")
+    parser.add_argument("--grow", type=float, default=0, metavar="SHARE",
+                        help="after each size, add SHARE of its documents and rerun with the "
+                             "same cache: the incremental rebuild's cost against the cold one")
     parser.add_argument("--query-session", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.query_session:
@@ -313,9 +348,13 @@ def main(argv: list[str]) -> None:
                 print(f"skipped {size}: over --budget-min {args.budget_min:g}", flush=True)
                 continue
         kept[size] = measure(size, args)
+        if args.grow:
+            kept[size]["grown"] = grow(size, args.grow, args, kept[size])
         results = sorted(kept.values(), key=chunks_of)
         out.write_text(json.dumps(results, indent=1) + "\n")
         print(table(results), flush=True)
+        if args.grow:
+            print(grown_table(kept[size]), flush=True)
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -161,8 +161,10 @@ def needles(data: Path, seed: int) -> tuple[list[dict], list[dict]]:
     return list(documents.values()), questions
 
 
-def write(out: Path, size: str, seed: int, data: Path) -> dict:
-    """Write the ``size`` corpus into ``out``; return what ``corpus.json`` says of it."""
+def write(out: Path, size: str, seed: int, data: Path, added: int = 0) -> dict:
+    """Write the ``size`` corpus into ``out``; return what ``corpus.json`` says of it.
+    ``added`` more distractors follow the size's documents, as if added to its folder
+    later (the passages after the size's own in the seeded pool)."""
     needle_docs, questions = needles(data, seed)
     pool = passages()
     rng = random.Random(seed)
@@ -170,6 +172,7 @@ def write(out: Path, size: str, seed: int, data: Path) -> dict:
     wanted = max(SIZES[size] - len(needle_docs), 0)
     order = [("n", i) for i in range(len(needle_docs))] + [("d", i) for i in range(wanted)]
     rng.shuffle(order)
+    order += [("d", i) for i in range(wanted, wanted + added)]
     out.mkdir(parents=True, exist_ok=True)
     with (out / "documents.jsonl").open("w") as handle:
         for kind, i in order:
@@ -184,10 +187,11 @@ def write(out: Path, size: str, seed: int, data: Path) -> dict:
     (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     summary = {"size": size, "seed": seed, "documents": len(order),
                "needle_questions": len(questions), "needle_documents": len(needle_docs),
-               "distractors": wanted, "ratio": round(wanted / len(needle_docs), 1),
+               "distractors": wanted, "added": added,
+               "ratio": round(wanted / len(needle_docs), 1),
                "distinct_passages_available": len(pool),
-               "distinct_distractors": min(wanted, len(pool)),
-               "tiled_distractors": max(wanted - len(pool), 0)}
+               "distinct_distractors": min(wanted + added, len(pool)),
+               "tiled_distractors": max(wanted + added - len(pool), 0)}
     (out / "corpus.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
