@@ -8,8 +8,10 @@ KET-RAG's skeleton channel read. Without an index (``Flat``) one product with th
 matrix gives every chunk's similarity: at a million chunks about 310 ms a question, most
 of the ppr query. With an index (``Nearest``) the search's nearest chunks stand in for
 every chunk, their similarity computed exactly from their rows (as is that of the
-chunks the walk gave mass), so no question scans every chunk. Its deviations: the
-dense seeds' minimum is taken over the chunks searched, not over every chunk; the whole
+chunks the walk gave mass), so no question scans every chunk. The dense seeds' min–max
+normalisation needs the least similar chunk of all: the index finds it as the chunk
+nearest the question's opposite vector (the largest cosine to −q is the smallest to q),
+one more search. Its deviations, besides the index's own approximation: the whole
 ranking ends with the chunks searched; a context's fill searches further (twice as many
 chunks each time) only while it takes every chunk searched, so once a searched chunk no
 longer fits what is left of the budget, the smaller chunks beyond the search are not
@@ -31,13 +33,13 @@ from kgrag.store.vectors import VectorTable
 FIRST_SEARCH = 64
 
 
-def seed_weights(similarity: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def seed_weights(similarity: np.ndarray, n: int, lowest: np.floating
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``n`` best of ``similarity`` (indices, best first, ties in index order) and
-    their similarity min–max normalised over all of ``similarity``."""
+    their similarity min–max normalised, ``lowest`` the minimum (every chunk's)."""
     top = best(similarity, np.arange(len(similarity)), n)[0]
-    spread = similarity.max() - similarity.min()
-    weights = ((similarity[top] - similarity.min()) / spread if spread > 0
-               else np.ones(len(top)))
+    spread = similarity.max() - lowest
+    weights = (similarity[top] - lowest) / spread if spread > 0 else np.ones(len(top))
     return top, weights
 
 
@@ -56,7 +58,7 @@ class Flat:
 
     def seeds(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``n`` nearest chunks (positions) and their dense seed weights."""
-        return seed_weights(self.similarity, n)
+        return seed_weights(self.similarity, n, self.similarity.min())
 
     def order(self) -> np.ndarray:
         """Every chunk's position, nearest first (ties in position order)."""
@@ -73,7 +75,8 @@ class Flat:
 @dataclass(frozen=True)
 class Nearest:
     """The similarity of the chunks an index search returned for ``vector`` (positions
-    ascending, each similarity from the chunk's row), and how to search further."""
+    ascending, each similarity from the chunk's row), the least similar chunk's, and how
+    to search further."""
 
     index: VectorTable
     matrix: np.ndarray
@@ -81,15 +84,22 @@ class Nearest:
     vector: np.ndarray
     positions: np.ndarray
     similarity: np.ndarray
+    lowest: np.floating
     complete: bool  # every chunk the index can return was returned
 
     @classmethod
     def search(cls, index: VectorTable, matrix: np.ndarray, position: Mapping[str, int],
-               vector: np.ndarray, k: int) -> Nearest:
-        """The ``k`` chunks nearest ``vector`` by the index, with exact similarities."""
+               vector: np.ndarray, k: int, lowest: np.floating | None = None) -> Nearest:
+        """The ``k`` chunks nearest ``vector`` by the index, with exact similarities, and
+        the least similarity of all (``lowest``, or that of the chunk the index finds
+        nearest the opposite of ``vector``)."""
         found = index.search(vector, k)
         positions = np.sort(np.array([position[chunk] for chunk, _ in found], dtype=np.int64))
-        return cls(index, matrix, position, vector, positions, matrix[positions] @ vector,
+        similarity = matrix[positions] @ vector
+        if lowest is None:
+            farthest = [position[chunk] for chunk, _ in index.search(-vector, 1)]
+            lowest = min(similarity.min(), *(matrix[farthest] @ vector))
+        return cls(index, matrix, position, vector, positions, similarity, lowest,
                    len(found) < k or k >= len(matrix))
 
     @property
@@ -101,8 +111,8 @@ class Nearest:
         return self.matrix[positions] @ self.vector
 
     def seeds(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``n`` nearest chunks searched and their weights, normalised over them."""
-        top, weights = seed_weights(self.similarity, n)
+        """The ``n`` nearest chunks searched and their dense seed weights."""
+        top, weights = seed_weights(self.similarity, n, self.lowest)
         return self.positions[top], weights
 
     def order(self) -> np.ndarray:
@@ -121,7 +131,7 @@ class Nearest:
             if searched.complete or len(chosen) < len(pool):
                 return chosen
             searched = Nearest.search(self.index, self.matrix, self.position, self.vector,
-                                      2 * len(searched.positions))
+                                      2 * len(searched.positions), self.lowest)
 
 
 DenseScores = Flat | Nearest

@@ -107,6 +107,14 @@ def test_with_an_index_ppr_finds_the_flat_runs_chunks_and_scans_no_question_whol
     assert all(isinstance(w.dense, Flat) for w in recorded["flat", "walks"])
     assert all(isinstance(w.dense, Nearest) and len(w.dense.positions) == FIRST_SEARCH
                and len(w.held) + FIRST_SEARCH < chunks for w in recorded["ann", "walks"])
+    # the dense seeds and their weights, normalised by the least similar chunk of all:
+    # the index found it as the chunk nearest the question's opposite
+    for flat_walk, ann_walk in zip(recorded["flat", "walks"], recorded["ann", "walks"]):
+        (flat_top, flat_weights), (ann_top, ann_weights) = (
+            walk.dense.seeds(10) for walk in (flat_walk, ann_walk))
+        assert list(ann_top) == list(flat_top)
+        assert ann_weights == pytest.approx(flat_weights, abs=1e-6)
+        assert list(ann_walk.held) == list(flat_walk.held)
     for flat_context, ann_context in zip(recorded["flat", 600], recorded["ann", 600]):
         assert ann_context[:5] == flat_context[:5]
     # past the chunks searched first, the large budget's fill searched further (twice as
@@ -119,7 +127,7 @@ def test_with_an_index_ppr_finds_the_flat_runs_chunks_and_scans_no_question_whol
 
 def test_ppr_rankings_over_an_index_have_their_own_fingerprint(written: tuple[Path, Path]
                                                                 ) -> None:
-    """A walk over an index ranks a little differently (the dense seeds' minimum, the
+    """A walk over an index may rank a little differently (the index's approximation, the
     fill past what was searched), so its retrieve steps are not the flat ones' nor those
     an older walk over the same index cached; the dense strategy's config is unchanged."""
     flat, ann = ({step.name: step for step in open_with(spec, RuleLLM()).plan.steps}
