@@ -28,7 +28,10 @@ Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
 ``PprSearch``; with ``walk: push``, its local forward push at ``push_epsilon`` (the same
 restart vector and damping; the iteration cap does not apply), whose mass is zero on the
 nodes it did not reach. Chunks with mass rank by it (ties by dense rank), then the remaining
-chunks in dense order. A context is filled from that ranking sorted only as far as the
+chunks in dense order. The dense similarities are every chunk's, by one product with the
+chunk vectors, or, when the dense artefact carries an ANN index, those of the chunks the
+index finds nearest (``kgrag.retrieval.dense_scores``: no product with every chunk; the
+remaining chunks are then those searched). A context is filled from that ranking sorted only as far as the
 fill reads it (``PprSearch.filled``); the whole ranking is built only for those that read
 it to its end (fusion, KET-RAG's skeleton channel). Strategies sharing a search share its
 walks through a memo bounded in bytes (``kgrag.retrieval.walked``). A question naming no entity of the graph is answered by the
@@ -287,9 +290,10 @@ class PprSearch:
 
     def scored(self, question: str, vector: np.ndarray
                ) -> tuple[list[str], Mapping[str, float], dict[str, Any]]:
-        """Every chunk best first (by mass, ties and the massless rest in dense order),
-        each chunk's PPR mass, and the trace; the dense ranking when no seed links. What
-        fusion and KET-RAG's skeleton channel read: a context reads ``filled``."""
+        """Every chunk best first (by mass, ties and the massless rest in dense order;
+        over an ANN index, the massless rest is the chunks searched), each chunk's PPR
+        mass, and the trace; the dense ranking when no seed links. What fusion and
+        KET-RAG's skeleton channel read: a context reads ``filled``."""
         walked = self.question_walk(question, vector)
         dense_order = walked.dense.order()
         trace = copy.deepcopy(walked.trace)
