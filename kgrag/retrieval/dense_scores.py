@@ -13,9 +13,9 @@ normalisation needs the least similar chunk of all: the index finds it as the ch
 nearest the question's opposite vector (the largest cosine to −q is the smallest to q),
 one more search. Its deviations, besides the index's own approximation: the whole
 ranking ends with the chunks searched; a context's fill searches further (twice as many
-chunks each time) only while it takes every chunk searched, so once a searched chunk no
-longer fits what is left of the budget, the smaller chunks beyond the search are not
-looked for.
+chunks each time) only while it takes every chunk searched and leaves some of the
+budget, so once a searched chunk no longer fits what is left, the smaller chunks beyond
+the search are not looked for.
 """
 
 from __future__ import annotations
@@ -122,13 +122,14 @@ class Nearest:
     def fill(self, held: np.ndarray, ids: np.ndarray, sizes: np.ndarray,
              tokens: Mapping[str, int], budget: int) -> list[str]:
         """``filled_best`` of the searched chunks not in ``held``; while it takes every
-        one of them, searched again for twice as many."""
+        one of them and leaves some of the budget, searched again for twice as many."""
         searched = self
         while True:
             pool = np.flatnonzero(~np.isin(searched.positions, held))
             chosen = filled_best(searched.similarity, pool, ids[searched.positions],
                                  sizes[searched.positions], tokens, budget)
-            if searched.complete or len(chosen) < len(pool):
+            left = budget - sum(tokens[chunk] for chunk in chosen)
+            if searched.complete or len(chosen) < len(pool) or left <= 0:
                 return chosen
             searched = Nearest.search(self.index, self.matrix, self.position, self.vector,
                                       2 * len(searched.positions), self.lowest)
