@@ -1,7 +1,7 @@
 """BM25 and PPR per question as the corpus grows: a real graph and index tiled k times.
 
     PYTHONPATH=. python benchmarks/sparse_scale.py specs/reader/musique.yaml ppr \\
-        [--tiles 1 10 100 300] [--push 1e-5] [--push-only]
+        [--tiles 1 10 100 300] [--push 1e-5] [--push-only] [--ann ivf_hnsw_sq]
 
 Loads the named ``ppr`` entry of a spec whose nlp extraction has run (its graph, dense
 index and chunks), and a BM25 index (``Bm25Index``) of the same chunks. Building a
@@ -23,7 +23,15 @@ reads; the two contexts are checked to be the same), questions embedded beforeha
 ``walk: push`` at ε, the same questions in the same process, and the push walk's own
 p50 (``PprSearch._walk``: the rest is the dense product, linking and the fill);
 ``--push-only`` leaves the power walk out (it takes seconds a question at 300
-copies). The machine is shared, so times are upper bounds.
+copies). With ``--ann INDEX`` (and ``--push``), also the push walk over the tiled chunk
+vectors written to a LanceDB table with that ANN index (``benchmarks/ann.py``'s
+settings, the schema's defaults), the same questions in the same process: ppr then reads
+the index's nearest chunks and no product with every chunk
+(``kgrag.retrieval.dense_scores``); it prints the table's build seconds, the context's
+p50/p95 and the share of questions whose first five context chunks are the flat push's.
+An index over exact copies would rank a chunk's copies together, so with ``--ann`` the
+copies' vectors (both searches') carry ``benchmarks/ann.py``'s noise (``--noise``).
+The machine is shared, so times are upper bounds.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
+import tempfile
 import time
 from copy import copy as shallow
 from pathlib import Path
@@ -38,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from benchmarks.ann import SETTINGS, tiled
 from kgrag import api
 from kgrag.contents.corpus import read_questions
 from kgrag.graphs.ppr import Walk
@@ -47,6 +57,7 @@ from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Evidence, Units
 from kgrag.retrieval.walked import WalkMemo
 from kgrag.steps.retrieve import load_strategy
+from kgrag.store.vectors import VectorTable
 
 
 def tiled_search(search: PprSearch, k: int) -> PprSearch:
@@ -131,6 +142,29 @@ def ppr_times(strategy: PprStrategy, texts: list[str], vectors: np.ndarray) -> s
                      for ms in (wholes, contexts))
 
 
+def indexed(search: PprSearch, index: str, folder: Path) -> tuple[PprSearch, float]:
+    """``search`` reading its chunk vectors through a LanceDB table in ``folder`` with an
+    ``index`` ANN index, and the seconds the table and its index took to build."""
+    started = time.perf_counter()
+    table = VectorTable.create(folder, "chunks", search.graph.chunk_ids, search.chunk_matrix,
+                               {**SETTINGS[index], "min_rows": 0})
+    build = time.perf_counter() - started
+    copy = shallow(search)
+    copy.index, copy.walked = table, WalkMemo()
+    return copy, build
+
+
+def ann_times(strategy: PprStrategy, flat: PprStrategy, texts: list[str],
+              vectors: np.ndarray) -> str:
+    """p50 and p95 of ppr's context read through the index (each question's first walk),
+    and the share of questions whose first five chunks are those of ``flat``'s context."""
+    same = statistics.mean(
+        first_context(strategy, t, v).unit_ids[:5] == first_context(flat, t, v).unit_ids[:5]
+        for t, v in zip(texts, vectors))
+    ms = timed(first_context, [(strategy, t, v) for t, v in zip(texts, vectors)])
+    return f"{statistics.median(ms):.0f}  {np.percentile(ms, 95):.0f}  {same:.2f}"
+
+
 def built(session: api.Session, name: str) -> Path:
     """The step's artefact, or else the newest build of a step of that name (one built
     by an older version of the code: the graph is as real, and this is a timing)."""
@@ -175,6 +209,10 @@ def main() -> None:
                         help="also time the push walk (walk: push) at this push_epsilon")
     parser.add_argument("--push-only", action="store_true",
                         help="time the push walk and BM25, not the power walk")
+    parser.add_argument("--ann", choices=list(SETTINGS),
+                        help="also time the push walk reading an ANN index of this type")
+    parser.add_argument("--noise", type=float, default=0.02,
+                        help="with --ann, the noise on the copies' vectors (benchmarks/ann.py)")
     args = parser.parse_args()
     session = api.open_session(args.spec)
     step = next(s for s in session.plan.steps if s.kind == "retrieve"
@@ -185,13 +223,15 @@ def main() -> None:
     bm25 = Bm25Index(strategy.units)
     texts = read_questions(built(session, "corpus"))["question"].to_list()[: args.questions]
     vectors = session.models.embedder_of(step.config["embedder"]).encode(texts)
-    if args.push_only and args.push is None:
-        raise SystemExit("--push-only needs --push EPSILON")
+    if (args.push_only or args.ann) and args.push is None:
+        raise SystemExit("--push-only and --ann need --push EPSILON")
     budget = strategy.budget
     print("copies  chunks  nodes  edges  load_s  ppr_p50  ppr_p95  ppr_context_p50  "
           "ppr_context_p95  bm25_p50  bm25_p95  whole_ranking_p50  whole_ranking_p95"
           + ("  push_p50  push_p95  push_context_p50  push_context_p95  push_walk_p50"
-             if args.push else ""))
+             if args.push else "")
+          + ("  ann_build_s  ann_context_p50  ann_context_p95  ann_same_top5" if args.ann
+             else ""))
     for k in args.tiles:
         units = tiled_units(strategy.units, k) if k > 1 else strategy.units
         words = tiled_bm25(bm25, units, k) if k > 1 else bm25
@@ -207,6 +247,10 @@ def main() -> None:
             continue
         started = time.perf_counter()
         big = tiled_search(search, k) if k > 1 else search
+        if args.ann:  # copies as distinct passages, for the flat walks and the index alike
+            big = shallow(big)
+            big.chunk_matrix, big.walked = tiled(search.chunk_matrix, len(big.graph.chunk_ids),
+                                                 args.noise, 0), WalkMemo()
         load = time.perf_counter() - started
         power = "-  -  -  -"
         if not args.push_only:
@@ -219,6 +263,13 @@ def main() -> None:
             local._walk = stopwatch(local._walk, walk_ms)
             push = f"  {ppr_times(PprStrategy(local, units, budget), texts, vectors)}"
             push += f"  {statistics.median(walk_ms):.1f}"
+        if args.ann:
+            with tempfile.TemporaryDirectory(dir=Path.home()) as folder:
+                near, build = indexed(big, args.ann, Path(folder))
+                near.push_epsilon = args.push
+                push += f"  {build:.0f}  " + ann_times(PprStrategy(near, units, budget),
+                                                       PprStrategy(local, units, budget),
+                                                       texts, vectors)
         graph = big.graph
         print(f"{k}  {len(graph.chunk_ids)}  {graph.adjacency.shape[0]}  "
               f"{graph.adjacency.nnz // 2}  {load:.1f}  {power}  {bm25_times}{push}", flush=True)

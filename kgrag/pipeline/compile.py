@@ -36,6 +36,7 @@ from kgrag.pipeline.graph_kinds import GRAPH_KINDS, BuildEnv
 from kgrag.pipeline.plan import Plan
 from kgrag.retrieval import STRATEGIES, inputs, members, needs
 from kgrag.retrieval.naive import dense_index
+from kgrag.retrieval.walk_params import walks
 from kgrag.steps import KINDS
 from kgrag.store.vectors import ann_settings
 from kgrag.sweeps import label, sweep_keys, variants
@@ -144,6 +145,11 @@ def compile_plan(spec: Spec, models: Models) -> Plan:
                   "embedder": embedder if own is None else models.identity(models.embedder_model(own))}
         if held_out:  # a trained retriever's training questions are never evaluated
             config["held_out"] = held_out
+        if "ann" in spec.dense_index and any(walks(m) for m in [strategy,
+                                                                *members(strategy).values()]):
+            # a walk reads the index's nearest chunks, not every chunk's similarity
+            # (kgrag.retrieval.dense_scores); absent: the landed fingerprints
+            config["dense_scores"] = "nearest"
         if declared.uses_llm(strategy):
             config |= {"llm": llm, "prompt": spec.answer["prompt"],
                        "max_retries": spec.models["llm"]["max_retries"]}

@@ -28,7 +28,10 @@ Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
 ``PprSearch``; with ``walk: push``, its local forward push at ``push_epsilon`` (the same
 restart vector and damping; the iteration cap does not apply), whose mass is zero on the
 nodes it did not reach. Chunks with mass rank by it (ties by dense rank), then the remaining
-chunks in dense order. A context is filled from that ranking sorted only as far as the
+chunks in dense order. The dense similarities are every chunk's, by one product with the
+chunk vectors, or, when the dense artefact carries an ANN index, those of the chunks the
+index finds nearest (``kgrag.retrieval.dense_scores``: no product with every chunk; the
+remaining chunks are then those searched). A context is filled from that ranking sorted only as far as the
 fill reads it (``PprSearch.filled``); the whole ranking is built only for those that read
 it to its end (fusion, KET-RAG's skeleton channel). Strategies sharing a search share its
 walks through a memo bounded in bytes (``kgrag.retrieval.walked``). A question naming no entity of the graph is answered by the
@@ -55,12 +58,14 @@ from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
 from kgrag.models.embed.backends import TORCH, identity
-from kgrag.retrieval.budget import best, fill_budget, filled_best
+from kgrag.retrieval.budget import fill_budget
+from kgrag.retrieval.dense_scores import FIRST_SEARCH, DenseScores, Flat, Nearest
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
 from kgrag.retrieval.walk_params import PUSH_EPSILON, WALK_PARAMS
 from kgrag.retrieval.walked import ChunkMass, Walked, WalkMemo
+from kgrag.store.vectors import VectorTable
 
 if TYPE_CHECKING:
     from kgrag.retrieval.resources import Resources
@@ -95,9 +100,10 @@ class PprSearch:
                  max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
                  push_epsilon: float | None = None,
                  mentions: Callable[[str], list[str]] | None = None,
-                 nearest: NearestNames | None = None, links: Sequence[FactLinks] = ()) -> None:
+                 nearest: NearestNames | None = None, links: Sequence[FactLinks] = (),
+                 index: VectorTable | None = None) -> None:
         self.graph, self.walk = graph, Walk(graph.adjacency)
-        self.chunk_matrix = chunk_matrix
+        self.chunk_matrix, self.index = chunk_matrix, index
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
         self.dense_seed_chunks, self.push_epsilon = dense_seed_chunks, push_epsilon
         self.mentions, self.nearest, self.links = mentions, nearest, list(links)
@@ -134,7 +140,9 @@ class PprSearch:
                              "entities; ppr needs an entity table to walk")
         relationships = read_relationships(graph, ["source", "target", "strength"] + (
             ["description"] if config.get("fact_links") else []))
-        ids, matrix = open_dense(dense).matrix()
+        chunk_table = open_dense(dense)
+        ids, matrix = chunk_table.matrix()
+        index = chunk_table if chunk_table.ann is not None else None
         titles = None
         if config["titles"]:
             table = read_chunks(chunks, ["chunk_id", "title"])
@@ -170,7 +178,8 @@ class PprSearch:
                    push_epsilon=(config.get("push_epsilon") or PUSH_EPSILON
                                  if config.get("walk") == "push" else None),
                    mentions=mentions,
-                   nearest=nearest, links=[links for links in (facts, names) if links])
+                   nearest=nearest, links=[links for links in (facts, names) if links],
+                   index=index)
 
     def seeds(self, question: str, vector: np.ndarray | None = None) -> Seeds:
         """Names in the question, then the extractor's mentions matched by name, then
@@ -199,27 +208,34 @@ class PprSearch:
                     certainty.append(similarity)
         return Seeds(nodes, nearest, certainty)
 
+    def dense_scores(self, vector: np.ndarray) -> DenseScores:
+        """The question's dense similarities: every chunk's by one product with the chunk
+        matrix, or the nearest chunks' through the dense artefact's ANN index when it has
+        one (``kgrag.retrieval.dense_scores``)."""
+        vector = vector.astype(np.float32)
+        if self.index is None:
+            return Flat(self.chunk_matrix @ vector)
+        return Nearest.search(self.index, self.chunk_matrix, self.position, vector,
+                              max(FIRST_SEARCH, self.dense_seed_chunks))
+
     def run(self, question: str, vector: np.ndarray
-            ) -> tuple[np.ndarray | None, np.ndarray, dict[str, Any]]:
+            ) -> tuple[np.ndarray | None, DenseScores, dict[str, Any]]:
         """The PPR mass of every node (None when no seed links: the caller falls back),
-        every chunk's dense similarity, and the trace (seeds and their weights). Only the
-        dense seeds are sorted out of the similarities, not every chunk."""
-        similarity = self.chunk_matrix @ vector.astype(np.float32)
+        the question's dense similarities, and the trace (seeds and their weights). Only
+        the dense seeds are sorted out of the similarities, not every chunk."""
+        dense = self.dense_scores(vector)
         seeds = self.seeds(question, vector)
         if not seeds.nodes or not max(seeds.certainty) > 0:
-            return None, similarity, {"fallback": NO_SEED, "seeds": {}}
+            return None, dense, {"fallback": NO_SEED, "seeds": {}}
         n_entities = len(self.graph.names)
         weights = self.graph.specificity(seeds.nodes) * np.array(seeds.certainty)
         nodes, restart = [np.array(seeds.nodes, dtype=np.int64)], [
             (1.0 - self.dense_seeds) * weights / weights.sum()]
         if self.dense_seeds > 0:
-            top = best(similarity, np.arange(len(similarity)), self.dense_seed_chunks)[0]
-            spread = similarity.max() - similarity.min()
-            dense = ((similarity[top] - similarity.min()) / spread if spread > 0
-                     else np.ones(len(top)))
-            if dense.sum() > 0:
+            top, closeness = dense.seeds(self.dense_seed_chunks)
+            if closeness.sum() > 0:
                 nodes.append(n_entities + top)
-                restart.append(self.dense_seeds * dense / dense.sum())
+                restart.append(self.dense_seeds * closeness / closeness.sum())
         mass, walked = self._walk(np.concatenate(nodes), np.concatenate(restart))
         trace: dict[str, Any] = {"seeds": {self.graph.names[s]: round(float(w), 6)
                                            for s, w in zip(seeds.nodes, weights)}}
@@ -231,7 +247,7 @@ class PprSearch:
         trace["reached"] = {self.graph.names[i]: round(float(mass[i]), 8) for i in reached}
         if seeds.nearest:
             trace["nearest"] = seeds.nearest
-        return mass, similarity, trace
+        return mass, dense, trace
 
     def _walk(self, nodes: np.ndarray, restart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every node's mass (restart weights ``restart`` at ``nodes``, summed where a node
@@ -274,15 +290,16 @@ class PprSearch:
 
     def scored(self, question: str, vector: np.ndarray
                ) -> tuple[list[str], Mapping[str, float], dict[str, Any]]:
-        """Every chunk best first (by mass, ties and the massless rest in dense order),
-        each chunk's PPR mass, and the trace; the dense ranking when no seed links. What
-        fusion and KET-RAG's skeleton channel read: a context reads ``filled``."""
+        """Every chunk best first (by mass, ties and the massless rest in dense order;
+        over an ANN index, the massless rest is the chunks searched), each chunk's PPR
+        mass, and the trace; the dense ranking when no seed links. What fusion and
+        KET-RAG's skeleton channel read: a context reads ``filled``."""
         walked = self.question_walk(question, vector)
-        dense_order = np.argsort(-walked.similarity, kind="stable")
+        dense_order = walked.dense.order()
         trace = copy.deepcopy(walked.trace)
         if walked.mass is None:
             return self.chunk_array[dense_order].tolist(), {}, trace
-        massless = np.ones(len(dense_order), dtype=bool)
+        massless = np.ones(len(self.chunk_array), dtype=bool)
         massless[walked.held] = False
         order = np.concatenate([walked.held, dense_order[massless[dense_order]]])
         return (self.chunk_array[order].tolist(),
@@ -299,16 +316,12 @@ class PprSearch:
         several times the push walk at a million chunks."""
         walked = self.question_walk(question, vector)
         trace = copy.deepcopy(walked.trace)
-        everything = np.arange(len(walked.similarity))
         if walked.mass is None:
-            return (filled_best(walked.similarity, everything, self.chunk_array, sizes, tokens,
-                                budget), {}, trace)
+            return (walked.dense.fill(walked.held, self.chunk_array, sizes, tokens, budget),
+                    {}, trace)
         chosen = fill_budget(self.chunk_array[walked.held].tolist(), tokens, budget)
         left = budget - sum(tokens[chunk] for chunk in chosen)
-        massless = np.ones(len(everything), dtype=bool)
-        massless[walked.held] = False
-        chosen += filled_best(walked.similarity, everything[massless], self.chunk_array, sizes,
-                              tokens, left)
+        chosen += walked.dense.fill(walked.held, self.chunk_array, sizes, tokens, left)
         return chosen, ChunkMass(self.position, self.chunk_array, walked.held,
                                  walked.mass), trace
 
@@ -322,15 +335,15 @@ class PprSearch:
         """The walk's ranking inputs: the chunks with mass and their mass copied out of
         every node's mass, which is dropped (at a million chunks with the power walk, about
         90 MB a question)."""
-        mass, similarity, trace = self.run(question, vector)
+        mass, dense, trace = self.run(question, vector)
         if mass is None:
-            return Walked(similarity, np.arange(0), None, trace)
+            return Walked(dense, np.arange(0), None, trace)
         chunk_mass = mass[len(self.graph.names):]
         # only the chunks with mass are sorted (a push reaches a few hundred of a million),
         # by mass, ties in dense order: by similarity, then position (a stable sort's ties)
         held = np.flatnonzero(chunk_mass > 0)
-        held = held[np.lexsort((held, -similarity[held], -chunk_mass[held]))]
-        return Walked(similarity, held, chunk_mass[held], trace)
+        held = held[np.lexsort((held, -dense.of(held), -chunk_mass[held]))]
+        return Walked(dense, held, chunk_mass[held], trace)
 
     @functools.cached_property
     def chunk_array(self) -> np.ndarray:

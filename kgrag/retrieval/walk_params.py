@@ -100,3 +100,10 @@ def walk_problems(index: int, entry: Config, spec: Config) -> Iterator[Problem]:
         yield ("query", index, "nearest_names"), (
             "nearest_names links question mentions no name matches; set question_mentions: "
             "true")
+
+
+def walks(entry: Config) -> bool:
+    """Whether a strategy entry ranks through a personalised-PageRank walk: ``ppr``, or
+    a ppr channel of ``ket`` or ``hugrag``."""
+    return (entry.get("strategy") == "ppr" or entry.get("skeleton_search") == "ppr"
+            or entry.get("entity_seeds") == "ppr")

@@ -9,7 +9,9 @@ similarity (4 MB of float32) and, through a slice, every node's mass (about 75 M
 only what its rankings read (the similarities, and the chunks with mass and their mass,
 not every node's), and the memo holds at most ``WALK_MEMO_BYTES`` of walks, the least
 recently used evicted first. A walk asked for again after its eviction is walked again:
-the walk is deterministic, so every ranking, context and trace is the same.
+the walk is deterministic, so every ranking, context and trace is the same. With an ANN
+index on the dense artefact a walk keeps only the searched chunks' similarities
+(``kgrag.retrieval.dense_scores.Nearest``), a few hundred bytes instead of 4 MB.
 
 The trade, by order: ``retrieve`` runs one strategy over every question, then the next
 strategy (a sweep's next budget, a fusion) over every question. While every question's
@@ -29,16 +31,18 @@ from typing import Any
 
 import numpy as np
 
+from kgrag.retrieval.dense_scores import DenseScores
+
 WALK_MEMO_BYTES = 512 * 2**20  # walks a search keeps: 128 push walks at a million chunks
 
 
 @dataclass(frozen=True)
 class Walked:
-    """What a question's walk leaves for the rankings drawn from it: every chunk's dense
-    similarity, the chunks with mass best first (by mass, ties in dense order) and their
+    """What a question's walk leaves for the rankings drawn from it: the question's dense
+    similarities (every chunk's, or the nearest chunks' through an index), the chunks with mass best first (by mass, ties in dense order) and their
     mass (None when no seed linked: the dense ranking), and the trace."""
 
-    similarity: np.ndarray
+    dense: DenseScores
     held: np.ndarray
     mass: np.ndarray | None
     trace: dict[str, Any]
@@ -46,7 +50,7 @@ class Walked:
     @property
     def nbytes(self) -> int:
         """The bytes of its arrays (the trace, a few dozen names, is not counted)."""
-        return self.similarity.nbytes + self.held.nbytes + (
+        return self.dense.nbytes + self.held.nbytes + (
             0 if self.mass is None else self.mass.nbytes)
 
 

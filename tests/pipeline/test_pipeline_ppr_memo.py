@@ -92,7 +92,7 @@ def test_a_bounded_walk_memo_evicts_and_every_context_stays_the_same(spec: Path)
         for (question, vector_bytes), (walked, size) in whole.walked.walks.items():
             # a walk keeps its chunks' similarity and the mass of those with mass, not a
             # view of every node's mass; its size counts those arrays and its key
-            assert walked.similarity.shape == (len(search.graph.chunk_ids),)
+            assert walked.dense.similarity.shape == (len(search.graph.chunk_ids),)
             assert walked.mass is None or (walked.mass.base is None
                                            and walked.mass.shape == walked.held.shape)
             assert size == walked.nbytes + len(question.encode()) + len(vector_bytes)

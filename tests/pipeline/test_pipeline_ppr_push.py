@@ -172,8 +172,8 @@ def test_ppr_contexts_are_those_of_the_fully_sorted_ranking(
         tied = 0
         for question, vector in zip(questions, vectors):
             restarts.clear()
-            mass, similarity, _ = search.run(question, vector)
-            dense_order = np.argsort(-similarity, kind="stable")
+            mass, dense, _ = search.run(question, vector)
+            dense_order = np.argsort(-dense.similarity, kind="stable")
             if mass is None:
                 expected = dense_order
             else:
