@@ -20,10 +20,25 @@ import psutil
 FREE_CORE_SLACK = 0.25
 
 
+# The cores a scheduler granted this process (a Ray actor's CPUs), where one did.
+_granted: int | None = None
+
+
+def grant_cores(cores: int) -> None:
+    """Hold ``usable_cores()`` to the ``cores`` a scheduler gave this process. A Ray
+    actor of one CPU still sees every core of its node: by that count, two actors on a
+    2-core node would each start two runtime threads (four on two cores), and a node's
+    one actor would have the cores other nodes' actors need."""
+    global _granted
+    _granted = max(1, cores)
+
+
 def usable_cores() -> int:
-    """The CPU cores this process may run on. llama-cpp-python's own default is half
-    the machine's cores, which on 2 cores leaves one idle (slower extraction)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """The CPU cores this process may run on (``grant_cores`` caps them). llama-cpp-python's
+    own default is half the machine's cores, which on 2 cores leaves one idle (slower
+    extraction)."""
+    free = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return free if _granted is None else min(free, _granted)
 
 
 class CpuShare:

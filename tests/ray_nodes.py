@@ -7,8 +7,9 @@ the cluster stops its processes and no other (``ray stop`` would stop every Ray
 instance of the machine's user). Ray's session files go to a short temporary folder
 (its socket paths have a length cap).
 
-``DyingParser`` is here too: the workers unpickle it, so it must live in a module they
-import by this name (a test module is imported by pytest under another).
+``DyingParser`` and ``ThreadsSeen`` are here too: the workers unpickle them, so they must
+live in a module they import by this name (a test module is imported by pytest under
+another).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kgrag.graphs.extraction.nlp import Parser
+from kgrag.host import usable_cores
+from kgrag.models.embed.embedder import Encoding
 from kgrag.models.pipelines import ResolvedPipeline
 
 RAY = Path(sys.executable).with_name("ray")
@@ -133,3 +136,14 @@ class DyingParser(Parser):
             died.touch()
             os.kill(os.getpid(), signal.SIGKILL)
         return super().__call__(chunks)
+
+
+class ThreadsSeen(Encoding):
+    """The embedding work, which returns, for a batch's vectors, the threads it ran them
+    on: torch's intra-op threads and the cores an exported model's runtime would take."""
+
+    def __call__(self, texts: list[str]) -> list[dict]:
+        import torch
+
+        super().__call__(texts)
+        return [{"torch": torch.get_num_threads(), "runtime": usable_cores()}]

@@ -39,8 +39,8 @@ die with the thread that started them. An address that does not answer is one
 as always. The actors start at a model's first cache miss.
 
 ``map_work`` on ``ray`` starts ``workers`` actors holding a copy of ``work`` each (each
-loads its model once), for the length of the map, and sends each item's misses to an
-idle one. Before that it stops the LLM actors: an actor holds a CPU, and the next
+loads its model once, and runs it on as many threads as Ray gave it CPUs), for the
+length of the map, and sends each item's misses to an idle one. Before that it stops the LLM actors: an actor holds a CPU, and the next
 step's actors would otherwise wait for one forever (the LLM actors start again at the
 next miss). A worker process that dies mid-batch is restarted by Ray and its batch
 sent again, up to ``LOSSES_ALLOWED`` times per map (``kgrag.models.ray_actors``); past that the map ends with one
@@ -59,7 +59,7 @@ from typing import Any, Protocol, TypeVar
 
 from kgrag.errors import KgragError
 from kgrag.models.llm import CachedLLM
-from kgrag.models.ray_actors import ActorPool, RemoteBackend, Work, WorkPool
+from kgrag.models.ray_actors import ActorPool, Batch, RemoteBackend, Work, WorkPool
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -128,15 +128,16 @@ class ThreadedExecutor:
 class RayExecutor:
     """``workers`` tasks at a time; their cache misses computed by Ray actors.
 
-    ``placements`` lists the Ray node of every batch ``map_work`` had computed, in the
-    order they came back, and ``lost`` the worker processes lost meanwhile: what a
-    benchmark or a test reads to see where the work ran."""
+    ``batches`` lists every batch ``map_work`` had computed (its node, size, and when it
+    was sent and came back), in the order they came back, ``placements`` their nodes,
+    and ``lost`` the worker processes lost meanwhile: what a benchmark or a test reads
+    to see where and when the work ran."""
 
     def __init__(self, address: str | None, workers: int) -> None:
         self.address, self.workers = address, workers
         self._pools: dict[str, ActorPool] = {}  # by model sha256
         self._lock = threading.Lock()
-        self.placements: list[str] = []
+        self.batches: list[Batch] = []
         self.lost = 0
 
     def map(self, llm: CachedLLM, task: Task[T, R], items: Sequence[T],
@@ -157,8 +158,12 @@ class RayExecutor:
             return _threaded(self.workers, pool.compute, task, items, progress)
         finally:
             pool.close()
-            self.placements += pool.placements
+            self.batches += pool.batches
             self.lost += pool.lost
+
+    @property
+    def placements(self) -> list[str]:
+        return [batch.node for batch in self.batches]
 
     def _pool(self, ray: Any, llm: CachedLLM) -> ActorPool:
         """The actors of ``llm``'s model, started on first use."""

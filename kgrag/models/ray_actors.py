@@ -3,6 +3,11 @@ holding one model (``ModelWorker``: an LLM backend) or one batch ``Work`` (``Bat
 spaCy's parses, the embedder's vectors), and the backend that sends a cached LLM's
 misses to an idle actor (``RemoteBackend``).
 
+A ``BatchWorker`` runs its work on the CPUs Ray gave it (``kgrag.host.grant_cores``):
+the exported embedder's runtime threads and torch's intra-op threads, which would
+otherwise count every core of the node (Ray's own ``OMP_NUM_THREADS`` is set only
+where the environment has none, and reaches neither the OpenVINO nor the ONNX runtime).
+
 A call on an actor raises what the model raised; a lost actor is one ``KgragError``
 (LLM pools), or its batch goes to an actor again while Ray restarts the lost one, up
 to ``LOSSES_ALLOWED`` times per pool (work pools).
@@ -10,14 +15,17 @@ to ``LOSSES_ALLOWED`` times per pool (work pools).
 
 from __future__ import annotations
 
+import math
 import queue
 import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kgrag.errors import KgragError
+from kgrag.host import grant_cores
 from kgrag.models.backend import Completion, LLMBackend, LLMSettings
 from kgrag.models.llamacpp import LlamaCppBackend
 from kgrag.models.registry import file_sha256
@@ -70,6 +78,17 @@ class ActorPool:
             self.ray.kill(self._idle.get())
 
 
+@dataclass(frozen=True)
+class Batch:
+    """A batch a worker computed: on which node, of how many inputs, sent and back when
+    (``time.monotonic()`` in this process, the last try's)."""
+
+    node: str
+    inputs: int
+    sent: float
+    back: float
+
+
 class WorkPool:
     """``size`` Ray actors each holding a copy of one ``Work``; a batch takes an idle
     one. A batch whose worker process dies goes to an actor again (Ray restarts the
@@ -83,13 +102,14 @@ class WorkPool:
         for actor in self.actors:
             self._idle.put(actor)
         self._counting = threading.Lock()
-        self.placements: list[str] = []  # the node of each batch computed
+        self.batches: list[Batch] = []  # each batch computed, in the order they came back
         self.lost = 0
 
     def compute(self, inputs: list[Any]) -> list[Any]:
         """``work(inputs)``, on an idle actor."""
         while True:
             actor = self._idle.get()
+            sent = time.monotonic()
             try:
                 node, outputs = self.ray.get(actor.compute.remote(inputs))
             except self.ray.exceptions.RayTaskError as exc:  # raised by the work: as itself
@@ -106,8 +126,9 @@ class WorkPool:
                 continue
             finally:
                 self._idle.put(actor)
+            batch = Batch(node, len(inputs), sent, time.monotonic())
             with self._counting:
-                self.placements.append(node)
+                self.batches.append(batch)
             return outputs
 
     def _restarted(self, actor: Any) -> None:
@@ -129,9 +150,14 @@ class WorkPool:
 
 
 class BatchWorker:
-    """A Ray actor's body: one ``Work`` (its model loaded on the first batch)."""
+    """A Ray actor's body: one ``Work`` (its model loaded on the first batch), run on as
+    many threads as the actor has CPUs."""
 
     def __init__(self, work: Work) -> None:
+        import ray
+
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+        grant_cores(math.floor(cpus))
         self.work = work
 
     def compute(self, inputs: list[Any]) -> tuple[str, list[Any]]:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from kgrag.errors import KgragError
+from kgrag.host import usable_cores
 from kgrag.models.backend import EmbedBackend
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.embed.backends import TORCH, backend
@@ -33,7 +34,9 @@ class EmbedderSettings:
 
 
 class SentenceTransformerBackend:
-    """sentence-transformers on the CPU, loaded from a local folder only."""
+    """sentence-transformers on the CPU, loaded from a local folder only, on torch's own
+    number of threads held to the cores this process may use (``usable_cores``: on a Ray
+    worker, the CPUs Ray gave it)."""
 
     def __init__(self, settings: EmbedderSettings) -> None:
         self.settings = settings
@@ -42,8 +45,10 @@ class SentenceTransformerBackend:
     def model(self) -> Any:
         if self._model is None:
             offline()
+            import torch
             from sentence_transformers import SentenceTransformer
 
+            torch.set_num_threads(min(torch.get_num_threads(), usable_cores()))
             try:
                 self._model = SentenceTransformer(str(self.settings.path), device="cpu")
             except (OSError, ValueError) as exc:
