@@ -1,9 +1,10 @@
 """Greedy filling of a token budget, shared by every strategy, and the same fill from
-scores sorted only as far as it reads them (``filled_best``: BM25's context, ppr's)."""
+scores sorted only as far as it reads them (``filled_best``: BM25's context, ppr's;
+``LazyRanking``: a ranking that fusion reads only as deep as it must)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
 import numpy as np
@@ -57,11 +58,78 @@ def filled_best(scores: np.ndarray, pool: np.ndarray, ids: np.ndarray, sizes: np
     few are taken, only the rare small units remain to be sorted, not the whole ranking
     that the fill would read to its end."""
     chosen: list[str] = []
-    left, block = budget, FIRST_BLOCK
-    while pool.size:
-        top, pool = best(scores, pool[sizes[pool] <= left], block)
-        taken = fill_budget(ids[top].tolist(), tokens, left)
-        chosen += taken
-        left -= sum(tokens[unit] for unit in taken)
-        block *= 2
+    left = budget
+    for unit in LazyRanking([], scores, pool, ids, sizes).after(0, lambda: left):
+        if tokens[unit] <= left:
+            chosen.append(unit)
+            left -= tokens[unit]
     return chosen
+
+
+class LazyRanking:
+    """A ranking sorted only as far as it is read: ``head`` (ids already in rank order),
+    then the units of ``pool`` (positions, ascending) by ``scores`` descending, ties in
+    position order (a stable sort), named by ``ids``, sized by ``sizes`` and found by
+    ``position`` (id → position). Fusion reads its members' rankings through it: their
+    first units, the rank of any unit it has met in another member, and the rest once
+    one member's order alone decides (``kgrag.retrieval.fusion``). A ranking given whole
+    is a head alone."""
+
+    def __init__(self, head: list[str], scores: np.ndarray | None = None,
+                 pool: np.ndarray | None = None, ids: np.ndarray | None = None,
+                 sizes: np.ndarray | None = None, position: Mapping[str, int] | None = None
+                 ) -> None:
+        self.read = list(head)
+        self.rank = {unit: rank for rank, unit in enumerate(self.read, start=1)}
+        self.scores, self.ids, self.sizes = scores, ids, sizes
+        self.pool = np.arange(0) if pool is None else pool
+        self.position = position or {}
+        self.unread = None
+        if self.pool.size:
+            self.unread = np.zeros(len(scores), dtype=bool)
+            self.unread[self.pool] = True
+
+    def first(self, n: int) -> list[str]:
+        """The ranking's first ``n`` units (all of it when it is shorter), sorting from
+        the pool only the units that ``n`` reaches past those already read."""
+        if len(self.read) < n and self.pool.size:
+            top, self.pool = best(self.scores, self.pool, n - len(self.read))
+            self.unread[top] = False
+            for unit in self.ids[top].tolist():
+                self.read.append(unit)
+                self.rank[unit] = len(self.read)
+        return self.read[:n]
+
+    def ends_within(self, n: int) -> bool:
+        """Whether ``first(n)`` is the whole ranking."""
+        return not self.pool.size and len(self.read) <= n
+
+    def ranks(self, units: list[str]) -> list[int | None]:
+        """Each unit's rank (from 1), None for a unit the ranking does not hold. A unit
+        still in the pool is not sorted: its rank is counted, the units read before the
+        pool, then the pool's units with a higher score or an equal one earlier."""
+        found: list[int | None] = []
+        pooled = None
+        for unit in units:
+            rank = self.rank.get(unit)
+            at = self.position.get(unit)
+            if rank is None and at is not None and self.unread is not None and self.unread[at]:
+                if pooled is None:
+                    pooled = self.scores[self.pool]
+                score = self.scores[at]
+                rank = (len(self.read) + 1 + int(np.count_nonzero(pooled > score))
+                        + int(np.count_nonzero((pooled == score) & (self.pool < at))))
+            found.append(rank)
+        return found
+
+    def after(self, n: int, room: Callable[[], float]) -> Iterator[str]:
+        """The ranking after its first ``n`` units, the pool sorted block by block as it
+        is read, each block cut first to the units no larger than ``room()`` (what is
+        left of a budget: it only shrinks, so a unit cut would have been skipped)."""
+        yield from self.read[n:]
+        block = FIRST_BLOCK
+        while self.pool.size:
+            top, self.pool = best(self.scores, self.pool[self.sizes[self.pool] <= room()],
+                                  block)
+            yield from self.ids[top].tolist()
+            block *= 2

@@ -55,7 +55,7 @@ from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
 from kgrag.models.embed.backends import TORCH, identity
-from kgrag.retrieval.budget import best, fill_budget, filled_best
+from kgrag.retrieval.budget import LazyRanking, best, fill_budget, filled_best
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
@@ -311,6 +311,16 @@ class PprSearch:
                               tokens, left)
         return chosen, ChunkMass(self.position, self.chunk_array, walked.held,
                                  walked.mass), trace
+
+    def reading(self, question: str, vector: np.ndarray, sizes: np.ndarray) -> LazyRanking:
+        """``scored``'s ranking sorted only as far as it is read (``sizes``: each chunk's
+        tokens, in the graph's chunk order): the chunks with mass, sorted already, then
+        the massless rest by dense similarity (what fusion reads)."""
+        walked = self.question_walk(question, vector)
+        rest = np.ones(len(walked.similarity), dtype=bool)
+        rest[walked.held] = False
+        return LazyRanking(self.chunk_array[walked.held].tolist(), walked.similarity,
+                           np.flatnonzero(rest), self.chunk_array, sizes, self.position)
 
     def question_walk(self, question: str, vector: np.ndarray) -> Walked:
         """The question's walk; a question asked again (by another budget of a sweep, or
