@@ -57,12 +57,26 @@ def filled_best(scores: np.ndarray, pool: np.ndarray, ids: np.ndarray, sizes: np
     each block the units not yet read are cut to those that still fit: once the best
     few are taken, only the rare small units remain to be sorted, not the whole ranking
     that the fill would read to its end."""
-    chosen: list[str] = []
+    ranking = LazyRanking([], scores, pool, ids, sizes)
+    return fill_as_read(lambda room: ranking.after(0, room), tokens, budget)
+
+
+def fill_as_read(read: Callable[[Callable[[], float]], Iterable[Unit]],
+                 tokens: Mapping[Unit, int], budget: int) -> list[Unit]:
+    """What ``fill_budget`` takes into ``budget`` from the ranking ``read(room)`` yields,
+    ``room()`` being what is left of the budget as it is read: a ranking read lazily may
+    leave out what no longer fits."""
+    chosen: list[Unit] = []
     left = budget
-    for unit in LazyRanking([], scores, pool, ids, sizes).after(0, lambda: left):
-        if tokens[unit] <= left:
+
+    def room() -> float:
+        return left
+
+    for unit in read(room):
+        size = tokens[unit]
+        if size <= left:
             chosen.append(unit)
-            left -= tokens[unit]
+            left -= size
     return chosen
 
 
@@ -84,17 +98,15 @@ class LazyRanking:
         self.scores, self.ids, self.sizes = scores, ids, sizes
         self.pool = np.arange(0) if pool is None else pool
         self.position = position or {}
-        self.unread = None
-        if self.pool.size:
-            self.unread = np.zeros(len(scores), dtype=bool)
-            self.unread[self.pool] = True
+        self.unread: np.ndarray | None = None  # by position: in the pool (once ranks asks)
 
     def first(self, n: int) -> list[str]:
         """The ranking's first ``n`` units (all of it when it is shorter), sorting from
         the pool only the units that ``n`` reaches past those already read."""
         if len(self.read) < n and self.pool.size:
             top, self.pool = best(self.scores, self.pool, n - len(self.read))
-            self.unread[top] = False
+            if self.unread is not None:
+                self.unread[top] = False
             for unit in self.ids[top].tolist():
                 self.read.append(unit)
                 self.rank[unit] = len(self.read)
@@ -109,6 +121,9 @@ class LazyRanking:
         still in the pool is not sorted: its rank is counted, the units read before the
         pool, then the pool's units with a higher score or an equal one earlier."""
         found: list[int | None] = []
+        if self.unread is None and self.pool.size:
+            self.unread = np.zeros(len(self.scores), dtype=bool)
+            self.unread[self.pool] = True
         pooled = None
         for unit in units:
             rank = self.rank.get(unit)
@@ -125,7 +140,8 @@ class LazyRanking:
     def after(self, n: int, room: Callable[[], float]) -> Iterator[str]:
         """The ranking after its first ``n`` units, the pool sorted block by block as it
         is read, each block cut first to the units no larger than ``room()`` (what is
-        left of a budget: it only shrinks, so a unit cut would have been skipped)."""
+        left of a budget: it only shrinks, so a unit cut would have been skipped). It is
+        read once: what it sorts leaves the pool without being kept."""
         yield from self.read[n:]
         block = FIRST_BLOCK
         while self.pool.size:

@@ -25,7 +25,7 @@ import numpy as np
 
 from kgrag.declarations import Config, Param, Problem, Strategy
 from kgrag.limits import ITEMS_MAX
-from kgrag.retrieval.budget import FIRST_BLOCK, LazyRanking
+from kgrag.retrieval.budget import FIRST_BLOCK, LazyRanking, fill_as_read
 from kgrag.retrieval.units import Evidence, Units
 
 if TYPE_CHECKING:
@@ -116,12 +116,9 @@ class FusionStrategy:
 
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         """``units.filled(ranking)``, the members read only as deep as the fill reads."""
-        tokens, chosen, left = self.units.tokens, [], self.budget
-        for unit in fused(self.readings(question, vector), self.rrf_k, lambda: left):
-            if tokens[unit] <= left:
-                chosen.append(unit)
-                left -= tokens[unit]
-        return self.units.context(chosen)
+        readings = self.readings(question, vector)
+        return self.units.context(fill_as_read(lambda room: fused(readings, self.rrf_k, room),
+                                               self.units.tokens, self.budget))
 
 
 def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[Problem]:

@@ -24,8 +24,8 @@ import numpy as np
 
 from kgrag.declarations import Config, GraphRef, Need, Param, Problem, Strategy
 from kgrag.errors import KgragError
-from kgrag.retrieval.params import HIERARCHY, SKELETON
 from kgrag.retrieval.budget import LazyRanking
+from kgrag.retrieval.params import HIERARCHY, SKELETON
 from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Evidence, Units
 from kgrag.retrieval.walk_params import WALK_PARAMS, walk_problems
