@@ -80,6 +80,24 @@ def fill_as_read(read: Callable[[Callable[[], float]], Iterable[Unit]],
     return chosen
 
 
+def preceding(scores: np.ndarray, pool: np.ndarray, ats: np.ndarray) -> np.ndarray:
+    """For each unit of ``ats`` (positions in ``pool``), how many units of ``pool`` come
+    before it in ``best``'s order: a higher score, or an equal one at an earlier position.
+    One pass over the pool for all of them: each pooled score is placed among the asked
+    scores (a search in a few dozen), and only the pooled units that tie with an asked
+    score are compared by position."""
+    pooled = scores[pool]
+    levels = np.unique(scores[ats])
+    below = np.searchsorted(levels, pooled)  # the asked scores under each pooled one
+    above = np.bincount(below, minlength=levels.size + 1)[::-1].cumsum()[::-1]
+    level = np.searchsorted(levels, scores[ats])
+    tied = np.flatnonzero(levels[np.minimum(below, levels.size - 1)] == pooled)
+    tied_level, tied_at = below[tied], pool[tied]
+    earlier = [np.count_nonzero((tied_level == j) & (tied_at < at))
+               for j, at in zip(level.tolist(), ats.tolist())]
+    return above[level + 1] + np.array(earlier, dtype=np.int64)
+
+
 class LazyRanking:
     """A ranking sorted only as far as it is read: ``head`` (ids already in rank order),
     then the units of ``pool`` (positions, ascending) by ``scores`` descending, ties in
@@ -98,15 +116,12 @@ class LazyRanking:
         self.scores, self.ids, self.sizes = scores, ids, sizes
         self.pool = np.arange(0) if pool is None else pool
         self.position = position or {}
-        self.unread: np.ndarray | None = None  # by position: in the pool (once ranks asks)
 
     def first(self, n: int) -> list[str]:
         """The ranking's first ``n`` units (all of it when it is shorter), sorting from
         the pool only the units that ``n`` reaches past those already read."""
         if len(self.read) < n and self.pool.size:
             top, self.pool = best(self.scores, self.pool, n - len(self.read))
-            if self.unread is not None:
-                self.unread[top] = False
             for unit in self.ids[top].tolist():
                 self.read.append(unit)
                 self.rank[unit] = len(self.read)
@@ -118,23 +133,17 @@ class LazyRanking:
 
     def ranks(self, units: list[str]) -> list[int | None]:
         """Each unit's rank (from 1), None for a unit the ranking does not hold. A unit
-        still in the pool is not sorted: its rank is counted, the units read before the
-        pool, then the pool's units with a higher score or an equal one earlier."""
-        found: list[int | None] = []
-        if self.unread is None and self.pool.size:
-            self.unread = np.zeros(len(self.scores), dtype=bool)
-            self.unread[self.pool] = True
-        pooled = None
-        for unit in units:
-            rank = self.rank.get(unit)
-            at = self.position.get(unit)
-            if rank is None and at is not None and self.unread is not None and self.unread[at]:
-                if pooled is None:
-                    pooled = self.scores[self.pool]
-                score = self.scores[at]
-                rank = (len(self.read) + 1 + int(np.count_nonzero(pooled > score))
-                        + int(np.count_nonzero((pooled == score) & (self.pool < at))))
-            found.append(rank)
+        still in the pool is not sorted: its rank is counted (``preceding``)."""
+        found = [self.rank.get(unit) for unit in units]
+        asked = [i for i, rank in enumerate(found) if rank is None and units[i] in self.position]
+        if asked and self.pool.size:
+            ats = np.array([self.position[units[i]] for i in asked])
+            slot = np.minimum(np.searchsorted(self.pool, ats), self.pool.size - 1)
+            pooled = self.pool[slot] == ats  # the pool is in position order
+            if pooled.any():
+                ahead = preceding(self.scores, self.pool, ats[pooled])
+                for i, before in zip(np.array(asked)[pooled].tolist(), ahead.tolist()):
+                    found[i] = len(self.read) + 1 + before
         return found
 
     def after(self, n: int, room: Callable[[], float]) -> Iterator[str]:
