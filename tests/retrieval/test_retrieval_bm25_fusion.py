@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,7 @@ from kgrag.errors import KgragError
 from kgrag.models import bundled_embedder
 from kgrag.retrieval import STRATEGIES, Resources, inputs, load
 from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
-from kgrag.retrieval.budget import LazyRanking
+from kgrag.retrieval.budget import LazyRanking, fill_as_read, fill_budget
 from kgrag.retrieval.fusion import FusionStrategy, fused, reciprocal_rank_fusion
 from kgrag.retrieval.naive import NaiveStrategy
 from kgrag.retrieval.units import Units
@@ -206,6 +208,45 @@ def test_units_tied_with_the_unread_bound_keep_the_order_of_first_naming():
     assert fused_ranking == eager_rrf([first, second], 1)
     assert fused_ranking.index("x") < fused_ranking.index("z") < fused_ranking.index("y")
     assert 1.0 / 17 == 1.0 / 34 + 1.0 / 34  # the tie is exact in floats
+
+
+def random_member(rng: np.random.Generator, ids: np.ndarray, sizes: np.ndarray
+                  ) -> tuple[list[str], Callable[[], LazyRanking]]:
+    """A ranking of some of ``ids`` and a maker of its fresh readings: a whole ranking,
+    or scores of five values (ties everywhere) sorted as read, with a head before them
+    as ppr's chunks with mass."""
+    n = len(ids)
+    if rng.integers(3) == 0:
+        whole = ids[rng.permutation(n)[: rng.integers(0, n + 1)]].tolist()
+        return whole, lambda: LazyRanking(whole)
+    scores = rng.integers(0, 5, n).astype(np.float32)
+    scored = np.flatnonzero(scores > 0)
+    order = scored[np.argsort(-scores[scored], kind="stable")]
+    head = ids[rng.permutation(order)[: rng.integers(0, 6)]].tolist()
+    rest = np.setdiff1d(scored, [int(u[1:]) for u in head])
+    whole = head + [u for u in ids[order].tolist() if u not in set(head)]
+    position = {u: i for i, u in enumerate(ids.tolist())}
+    return whole, lambda: LazyRanking(head, scores, rest, ids, sizes, position)
+
+
+def test_lazy_fusion_is_the_eager_fusion_of_rankings_full_of_ties():
+    """Members of every kind, rankings shorter and longer than the first depth, k from 1:
+    the ranking and each budget's context are the eager fusion's."""
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        n = int(rng.integers(1, 300))
+        ids = np.array([f"u{i}" for i in range(n)], dtype=object)
+        sizes = rng.integers(1, 50, n)
+        tokens = dict(zip(ids.tolist(), sizes.tolist()))
+        (first, read_first), (second, read_second) = (random_member(rng, ids, sizes),
+                                                      random_member(rng, ids, sizes))
+        k = int(rng.choice([1, 2, 60]))
+        eager = eager_rrf([first, second], k)
+        assert list(fused([read_first(), read_second()], k, lambda: math.inf)) == eager
+        for budget in (0, 30, 200, 5000):
+            readings = [read_first(), read_second()]
+            filled = fill_as_read(functools.partial(fused, readings, k), tokens, budget)
+            assert filled == fill_budget(eager, tokens, budget)
 
 
 class Once:
