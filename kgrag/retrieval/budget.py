@@ -113,8 +113,10 @@ class LazyRanking:
                  ) -> None:
         self.read = list(head)
         self.rank = {unit: rank for rank, unit in enumerate(self.read, start=1)}
-        self.scores, self.ids, self.sizes = scores, ids, sizes
+        self.scores = np.zeros(0) if scores is None else scores
         self.pool = np.arange(0) if pool is None else pool
+        self.ids = np.zeros(0, dtype=object) if ids is None else ids
+        self.sizes = np.zeros(0, dtype=np.int64) if sizes is None else sizes
         self.position = position or {}
 
     def first(self, n: int) -> list[str]:

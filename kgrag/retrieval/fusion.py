@@ -61,13 +61,12 @@ def fused(readings: list[LazyRanking], k: int, room: Callable[[], float]) -> Ite
                                  if unit not in met))
         ranks = [reading.ranks(new) for reading in readings]
         for i, unit in enumerate(new):
-            score, key = 0.0, None
-            for member, member_ranks in enumerate(ranks):
-                rank = member_ranks[i]
-                if rank is not None:
-                    score += 1.0 / (k + rank)
-                    key = key or (member, rank)
-            met[unit] = (-score, key)
+            named = [(member, rank) for member, member_ranks in enumerate(ranks)
+                     if (rank := member_ranks[i]) is not None]
+            score = 0.0
+            for _, rank in named:
+                score += 1.0 / (k + rank)
+            met[unit] = (-score, named[0])  # the tie key: where it is first named
         going_on = [m for m, reading in enumerate(readings) if not reading.ends_within(depth)]
         bound = 0.0
         for _ in going_on:
