@@ -12,6 +12,11 @@ A fusion entry names two other entries of the same spec (``fuse``): its members
 (``kgrag.retrieval`` resolves and loads them), each the very strategy its own row
 measures (one ranking definition per strategy), at the fusion's budget (a member's
 candidate depth follows the budget).
+
+The fused ranking is read only as deep as its use needs (``fused``): a context reads its
+members' rankings about as far as its fill does, not the quarter of a million chunks
+that BM25 scores at a million, and ``ranking`` reads them whole through the same code.
+Both are exactly the fusion of the members' whole rankings.
 """
 
 from __future__ import annotations
