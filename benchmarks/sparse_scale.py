@@ -1,7 +1,7 @@
 """BM25 and PPR per question as the corpus grows: a real graph and index tiled k times.
 
     PYTHONPATH=. python benchmarks/sparse_scale.py specs/reader/musique.yaml ppr \\
-        [--tiles 1 10 100 300] [--push 1e-5] [--push-only] [--ann ivf_hnsw_sq]
+        [--tiles 1 10 100 300] [--push 1e-5] [--push-only] [--ann ivf_hnsw_sq] [--fusion]
 
 Loads the named ``ppr`` entry of a spec whose nlp extraction has run (its graph, dense
 index and chunks), and a BM25 index (``Bm25Index``) of the same chunks. Building a
@@ -31,13 +31,21 @@ the index's nearest chunks and no product with every chunk
 p50/p95 and the share of questions whose first five context chunks are the flat push's.
 An index over exact copies would rank a chunk's copies together, so with ``--ann`` the
 copies' vectors (both searches') carry ``benchmarks/ann.py``'s noise (``--noise``).
-The machine is shared, so times are upper bounds.
+With ``--fusion``, also the fusion of dense and BM25 (``fuse: [dense, bm25]``,
+k = 60, at the entry's budget; works with ``--bm25-only``): its context as
+``FusionStrategy.retrieve`` fills it (BM25 read only as deep as the fill needs) and the
+same context from both whole rankings fused in one dict (what fusion did before), the
+two checked to be the same; the dense member's top k (``NaiveStrategy``'s default k) is
+a flat product over the tiled chunk vectors, computed beforehand and not timed (the
+dense search is timed by ``benchmarks/ann.py``). The machine is shared, so times are
+upper bounds.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import statistics
 import tempfile
 import time
@@ -52,6 +60,8 @@ from kgrag import api
 from kgrag.contents.corpus import read_questions
 from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
+from kgrag.retrieval.budget import best
+from kgrag.retrieval.fusion import FusionStrategy
 from kgrag.retrieval.ppr import PprStrategy
 from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Evidence, Units
@@ -102,6 +112,7 @@ def tiled_bm25(index: Bm25Index, units: Units, k: int) -> Bm25Index:
     copy.ids = [f"{i}#{c}" if c else i for c in range(k) for i in index.ids]
     copy.id_array = np.array(copy.ids, dtype=object)
     copy.tokens, copy.sizes = units.tokens, np.tile(index.sizes, k)
+    copy.__dict__.pop("position", None)  # the untiled ids' positions, if fusion read them
     return copy
 
 
@@ -165,6 +176,54 @@ def ann_times(strategy: PprStrategy, flat: PprStrategy, texts: list[str],
     return f"{statistics.median(ms):.0f}  {np.percentile(ms, 95):.0f}  {same:.2f}"
 
 
+class DenseTop:
+    """The dense member of a fusion: each question's top k chunks, found beforehand."""
+
+    def __init__(self, top: dict[str, list[str]]) -> None:
+        self.top = top
+
+    def ranking(self, question: str, vector: np.ndarray | None) -> list[str]:
+        return self.top[question]
+
+
+def whole_fusion(rankings: list[list[str]], k: int) -> list[str]:
+    """Reciprocal-rank fusion as it was done before: every member's whole ranking summed
+    into one dict and sorted (ties in the order the members first name a unit)."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, unit in enumerate(ranking, start=1):
+            scores[unit] = scores.get(unit, 0.0) + 1.0 / (k + rank)
+    first_seen = {unit: i for i, unit in enumerate(scores)}
+    return sorted(scores, key=lambda unit: (-scores[unit], first_seen[unit]))
+
+
+def fusion_times(lexical: Bm25Strategy, chunk_ids: list[str], matrix: np.ndarray,
+                 texts: list[str], vectors: np.ndarray) -> str:
+    """p50 and p95 of the fusion of dense and BM25 as ``FusionStrategy.retrieve`` fills
+    it, then filled from both whole rankings fused in one dict, after checking that the
+    two contexts are the same for every question. ``matrix``'s rows are ``chunk_ids``'
+    vectors; each question's dense top k is their product with it, not timed."""
+    units, budget = lexical.units, lexical.budget
+    typical = max(1, int(statistics.median(units.tokens.values())))
+    top_k = 2 * math.ceil(budget / typical) + 10  # NaiveStrategy's default
+    ids, rows = np.array(chunk_ids, dtype=object), np.arange(len(chunk_ids))
+    dense = DenseTop({text: ids[best(matrix @ vector.astype(np.float32), rows, top_k)[0]]
+                      .tolist() for text, vector in zip(texts, vectors)})
+    fusion = FusionStrategy([dense, lexical], units, budget, 60)
+
+    def whole(text: str) -> Evidence:
+        rankings = [dense.ranking(text, None), lexical.index.ranked(text)]
+        return units.filled(whole_fusion(rankings, 60), budget)
+
+    for text in texts:
+        if fusion.retrieve(text, None) != whole(text):
+            raise SystemExit(f"a fusion context differs from the whole rankings': {text!r}")
+    contexts = timed(fusion.retrieve, [(t, None) for t in texts])
+    wholes = timed(whole, [(t,) for t in texts])
+    return "  ".join(f"{statistics.median(ms):.1f}  {np.percentile(ms, 95):.1f}"
+                     for ms in (contexts, wholes))
+
+
 def built(session: api.Session, name: str) -> Path:
     """The step's artefact, or else the newest build of a step of that name (one built
     by an older version of the code: the graph is as real, and this is a timing)."""
@@ -213,6 +272,8 @@ def main() -> None:
                         help="also time the push walk reading an ANN index of this type")
     parser.add_argument("--noise", type=float, default=0.02,
                         help="with --ann, the noise on the copies' vectors (benchmarks/ann.py)")
+    parser.add_argument("--fusion", action="store_true",
+                        help="also time the fusion of dense and BM25 (fuse: [dense, bm25])")
     args = parser.parse_args()
     session = api.open_session(args.spec)
     step = next(s for s in session.plan.steps if s.kind == "retrieve"
@@ -231,7 +292,9 @@ def main() -> None:
           + ("  push_p50  push_p95  push_context_p50  push_context_p95  push_walk_p50"
              if args.push else "")
           + ("  ann_build_s  ann_context_p50  ann_context_p95  ann_same_top5" if args.ann
-             else ""))
+             else "")
+          + ("  fusion_p50  fusion_p95  whole_fusion_p50  whole_fusion_p95"
+             if args.fusion else ""))
     for k in args.tiles:
         units = tiled_units(strategy.units, k) if k > 1 else strategy.units
         words = tiled_bm25(bm25, units, k) if k > 1 else bm25
@@ -242,8 +305,15 @@ def main() -> None:
                                for ms in (contexts, wholes))
         if any(lexical.retrieve(t, None) != whole_ranking_context(lexical, t) for t in texts):
             raise SystemExit(f"{k} copies: a BM25 context differs from the whole ranking's")
+        fusion = ""
+        if args.fusion:
+            chunk_ids = [f"{i}#{c}" if c else i for c in range(k) for i in search.graph.chunk_ids]
+            matrix = np.tile(search.chunk_matrix, (k, 1)) if k > 1 else search.chunk_matrix
+            fusion = f"  {fusion_times(lexical, chunk_ids, matrix, texts, vectors)}"
+            del matrix
         if args.bm25_only:
-            print(f"{k}  {len(words.ids)}  -  -  -  -  -  -  -  {bm25_times}", flush=True)
+            print(f"{k}  {len(words.ids)}  -  -  -  -  -  -  -  {bm25_times}"
+                  + ("  -  -  -  -  -" if args.push else "") + fusion, flush=True)
             continue
         started = time.perf_counter()
         big = tiled_search(search, k) if k > 1 else search
@@ -272,7 +342,8 @@ def main() -> None:
                                                        texts, vectors)
         graph = big.graph
         print(f"{k}  {len(graph.chunk_ids)}  {graph.adjacency.shape[0]}  "
-              f"{graph.adjacency.nnz // 2}  {load:.1f}  {power}  {bm25_times}{push}", flush=True)
+              f"{graph.adjacency.nnz // 2}  {load:.1f}  {power}  {bm25_times}{push}{fusion}",
+              flush=True)
 
 
 if __name__ == "__main__":

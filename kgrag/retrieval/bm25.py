@@ -17,6 +17,7 @@ its scoring.
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.declarations import Strategy
-from kgrag.retrieval.budget import filled_best
+from kgrag.retrieval.budget import LazyRanking, filled_best
 from kgrag.retrieval.units import Evidence, Units
 
 if TYPE_CHECKING:
@@ -78,6 +79,17 @@ class Bm25Index:
         order = scored[np.argsort(-scores[scored], kind="stable")]
         return self.id_array[order].tolist()
 
+    @functools.cached_property
+    def position(self) -> dict[str, int]:
+        """Each unit's position (fusion asks for the rank of units another member names)."""
+        return {unit: i for i, unit in enumerate(self.ids)}
+
+    def reading(self, question: str) -> LazyRanking:
+        """``ranked(question)``, sorted only as far as it is read (what fusion reads)."""
+        scores = self.scores(question)
+        return LazyRanking([], scores, np.flatnonzero(scores > 0), self.id_array, self.sizes,
+                           self.position)
+
     def filled(self, question: str, budget: int) -> list[str]:
         """The units ``fill_budget`` takes from ``ranked(question)`` into ``budget``, the
         ranking sorted only as far as the fill reads it (``filled_best``)."""
@@ -99,6 +111,9 @@ class Bm25Strategy:
 
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
         return self.index.ranked(question)
+
+    def reading(self, question: str, vector: np.ndarray) -> LazyRanking:
+        return self.index.reading(question)
 
     def retrieve(self, question: str, vector: np.ndarray) -> Evidence:
         """``units.filled(ranking)``, the ranking sorted only as far as the fill reads it."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kgrag.retrieval.budget import best, filled_best
+from kgrag.retrieval.budget import LazyRanking, best, filled_best
 from kgrag.store.vectors import VectorTable
 
 # Chunks a question's first index search returns: a budget of a few thousand tokens
@@ -63,6 +63,14 @@ class Flat:
     def order(self) -> np.ndarray:
         """Every chunk's position, nearest first (ties in position order)."""
         return np.argsort(-self.similarity, kind="stable")
+
+    def reading(self, head: list[str], held: np.ndarray, ids: np.ndarray, sizes: np.ndarray,
+                position: Mapping[str, int]) -> LazyRanking:
+        """``head`` (the chunks ``held``, named), then every other chunk nearest first,
+        sorted only as far as it is read."""
+        pool = np.ones(len(self.similarity), dtype=bool)
+        pool[held] = False
+        return LazyRanking(head, self.similarity, np.flatnonzero(pool), ids, sizes, position)
 
     def fill(self, held: np.ndarray, ids: np.ndarray, sizes: np.ndarray,
              tokens: Mapping[str, int], budget: int) -> list[str]:
@@ -118,6 +126,13 @@ class Nearest:
     def order(self) -> np.ndarray:
         """The searched chunks' positions, nearest first (ties in position order)."""
         return self.positions[np.argsort(-self.similarity, kind="stable")]
+
+    def reading(self, head: list[str], held: np.ndarray, ids: np.ndarray, sizes: np.ndarray,
+                position: Mapping[str, int]) -> LazyRanking:
+        """``head`` (the chunks ``held``, named), then the other searched chunks nearest
+        first: a short ranking, given whole."""
+        order = self.order()
+        return LazyRanking(head + ids[order[~np.isin(order, held)]].tolist())
 
     def fill(self, held: np.ndarray, ids: np.ndarray, sizes: np.ndarray,
              tokens: Mapping[str, int], budget: int) -> list[str]:

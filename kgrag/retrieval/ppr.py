@@ -24,6 +24,7 @@ import numpy as np
 
 from kgrag.declarations import Config, GraphRef, Need, Param, Problem, Strategy
 from kgrag.errors import KgragError
+from kgrag.retrieval.budget import LazyRanking
 from kgrag.retrieval.params import HIERARCHY, SKELETON
 from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Evidence, Units
@@ -49,6 +50,10 @@ class PprStrategy:
 
     def ranking(self, question: str, vector: np.ndarray) -> list[str]:
         return self.search.scored(question, vector)[0]
+
+    def reading(self, question: str, vector: np.ndarray) -> LazyRanking:
+        """``ranking``, sorted only as far as it is read (what fusion reads)."""
+        return self.search.reading(question, vector, self.sizes)
 
     @functools.cached_property
     def sizes(self) -> np.ndarray:

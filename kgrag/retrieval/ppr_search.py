@@ -58,7 +58,7 @@ from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
 from kgrag.models.embed.backends import TORCH, identity
-from kgrag.retrieval.budget import fill_budget
+from kgrag.retrieval.budget import LazyRanking, fill_budget
 from kgrag.retrieval.dense_scores import FIRST_SEARCH, DenseScores, Flat, Nearest
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
@@ -324,6 +324,15 @@ class PprSearch:
         chosen += walked.dense.fill(walked.held, self.chunk_array, sizes, tokens, left)
         return chosen, ChunkMass(self.position, self.chunk_array, walked.held,
                                  walked.mass), trace
+
+    def reading(self, question: str, vector: np.ndarray, sizes: np.ndarray) -> LazyRanking:
+        """``scored``'s ranking sorted only as far as it is read (``sizes``: each chunk's
+        tokens, in the graph's chunk order): the chunks with mass, sorted already, then
+        the massless rest by dense similarity (what fusion reads; over an ANN index,
+        given whole: the searched chunks end it)."""
+        walked = self.question_walk(question, vector)
+        return walked.dense.reading(self.chunk_array[walked.held].tolist(), walked.held,
+                                    self.chunk_array, sizes, self.position)
 
     def question_walk(self, question: str, vector: np.ndarray) -> Walked:
         """The question's walk; a question asked again (by another budget of a sweep, or

@@ -12,12 +12,15 @@ import pytest
 import scipy.sparse as sp
 
 from kgrag import api
+from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
+from kgrag.retrieval.fusion import FusionStrategy
 from kgrag.retrieval.ppr import PprStrategy
 from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Units
 from kgrag.steps.retrieve import load_strategy
 from tests.conftest import SHARED_DATA, write_spec
 from tests.pipeline.test_pipeline_ppr import run_cli
+from tests.retrieval.test_retrieval_bm25_fusion import eager_rrf
 from tests.standin import RuleLLM, open_with, run_with
 
 QUERY = [{"name": "power", "strategy": "ppr", "entities": "ents", "budget_tokens": 600},
@@ -152,7 +155,9 @@ def test_ppr_contexts_are_those_of_the_fully_sorted_ranking(
     ranking sorted only as far as the fill reads it: on a real graph whose every chunk is
     there twice (ties everywhere, broken by chunk order), the dense seeds, the ranking
     fusion reads and each context (its chunks, masses and trace) are those of a stable sort
-    of every chunk, for both walks, for questions that walk and one that falls back."""
+    of every chunk, for both walks, for questions that walk and one that falls back. So
+    are the contexts and rankings of ppr's fusion with BM25, which reads ppr's ranking
+    only as deep as it needs (``PprSearch.reading``), in both member orders."""
     run_with(spec, RuleLLM())
     session = open_with(spec, RuleLLM())
     step = next(s for s in session.plan.steps if s.name == "retrieve.power")
@@ -170,6 +175,7 @@ def test_ppr_contexts_are_those_of_the_fully_sorted_ranking(
         monkeypatch.setattr(search, "_walk", lambda nodes, restart, walk=search._walk:
                             restarts.append(nodes) or walk(nodes, restart))
         tied = 0
+        lexical = Bm25Index(units)
         for question, vector in zip(questions, vectors):
             restarts.clear()
             mass, dense, _ = search.run(question, vector)
@@ -189,6 +195,16 @@ def test_ppr_contexts_are_those_of_the_fully_sorted_ranking(
             assert search.scored(question, vector)[0] == ranking
             for budget in (60, 250, 600, 5000):
                 context = PprStrategy(search, units, budget).retrieve(question, vector)
+                for members, rankings in [
+                        ((PprStrategy(search, units, budget), Bm25Strategy(lexical, units, budget)),
+                         (ranking, lexical.ranked(question))),
+                        ((Bm25Strategy(lexical, units, budget), PprStrategy(search, units, budget)),
+                         (lexical.ranked(question), ranking))]:
+                    for k in (1, 60):
+                        fusion = FusionStrategy(list(members), units, budget, k)
+                        eager = eager_rrf(list(rankings), k)
+                        assert fusion.retrieve(question, vector) == units.filled(eager, budget)
+                        assert fusion.ranking(question, vector) == eager
                 assert context.unit_ids == units.filled(ranking, budget).unit_ids
                 _, scores, trace = search.scored(question, vector)
                 assert context.trace["scores"] == {c: round(scores.get(c, 0.0), 8)

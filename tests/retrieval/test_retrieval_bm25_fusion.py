@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import functools
+import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kgrag.errors import KgragError
+from kgrag.models import bundled_embedder
 from kgrag.retrieval import STRATEGIES, Resources, inputs, load
 from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
-from kgrag.retrieval.fusion import FusionStrategy, reciprocal_rank_fusion
+from kgrag.retrieval.budget import LazyRanking, fill_as_read, fill_budget
+from kgrag.retrieval.fusion import FusionStrategy, fused, reciprocal_rank_fusion
+from kgrag.retrieval.naive import NaiveStrategy
 from kgrag.retrieval.units import Units
+from kgrag.store.vectors import VectorTable
 from tests.conftest import SHARED_DATA
 
 TEXTS = {"c1": "# Paris\nParis is the capital of France.",
@@ -135,14 +142,14 @@ def test_bm25_scores_are_bm25s_own_to_the_bit():
         assert ours.dtype == np.float32 and ours.tobytes() == theirs.astype(np.float32).tobytes()
 
 
-def tied_sample() -> tuple[Units, list[str]]:
-    """The shared musique sample's first 100 questions and their paragraphs, each
+def tied_sample(questions: int = 100) -> tuple[Units, list[str]]:
+    """The shared musique sample's first ``questions`` questions and their paragraphs, each
     paragraph twice under two ids (the copies score alike: ties broken by unit order),
     a unit's size its words (real sizes: a budget leaves gaps only small units fill)."""
     import json
 
     rows = [json.loads(line) for line in
-            (SHARED_DATA / "musique_200.jsonl").read_text().splitlines()[:100]]
+            (SHARED_DATA / "musique_200.jsonl").read_text().splitlines()[:questions]]
     texts = {f"c{i}#{copy}": f"# {p['title']}\n{p['paragraph_text']}" for copy in range(2)
              for i, p in enumerate(p for row in rows for p in row["paragraphs"])}
     return (Units(texts, {u: len(t.split()) for u, t in texts.items()}, dict.fromkeys(texts, "d")),
@@ -177,3 +184,129 @@ def test_bm25_and_fusion_contexts_are_those_of_the_fully_sorted_ranking(
             fused = FusionStrategy([Bm25Strategy(index, units, budget), other], units, budget,
                                    rrf_k=60).retrieve(question, np.zeros(2))
             assert fused == units.filled(reciprocal_rank_fusion([full, other.order]), budget)
+
+
+def eager_rrf(rankings: list[list[str]], k: int) -> list[str]:
+    """Fusion as it was: every member's whole ranking fused into one dict and sorted."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, unit in enumerate(ranking, start=1):
+            scores[unit] = scores.get(unit, 0.0) + 1.0 / (k + rank)
+    first_seen = {unit: i for i, unit in enumerate(scores)}
+    return sorted(scores, key=lambda unit: (-scores[unit], first_seen[unit]))
+
+
+def test_units_tied_with_the_unread_bound_keep_the_order_of_first_naming():
+    """At depth 32 and k = 1 an unread unit scores at most 1/34 + 1/34 = 1/17: x (16th in
+    the first ranking only) and y (16th in the second only) tie with z, 33rd in both and
+    not yet read. Ties go by first naming: x, then z, then y, so y must wait for z."""
+    first = [f"a{i}" for i in range(40)]
+    second = [f"b{i}" for i in range(40)]
+    first[15], second[15], first[32], second[32] = "x", "y", "z", "z"
+    readings = [LazyRanking(first), LazyRanking(second)]
+    fused_ranking = list(fused(readings, 1, lambda: math.inf))
+    assert fused_ranking == eager_rrf([first, second], 1)
+    assert fused_ranking.index("x") < fused_ranking.index("z") < fused_ranking.index("y")
+    assert 1.0 / 17 == 1.0 / 34 + 1.0 / 34  # the tie is exact in floats
+
+
+def random_member(rng: np.random.Generator, ids: np.ndarray, sizes: np.ndarray
+                  ) -> tuple[list[str], Callable[[], LazyRanking]]:
+    """A ranking of some of ``ids`` and a maker of its fresh readings: a whole ranking,
+    or scores of five values (ties everywhere) sorted as read, with a head before them
+    as ppr's chunks with mass."""
+    n = len(ids)
+    if rng.integers(3) == 0:
+        whole = ids[rng.permutation(n)[: rng.integers(0, n + 1)]].tolist()
+        return whole, lambda: LazyRanking(whole)
+    scores = rng.integers(0, 5, n).astype(np.float32)
+    scored = np.flatnonzero(scores > 0)
+    order = scored[np.argsort(-scores[scored], kind="stable")]
+    head = ids[rng.permutation(order)[: rng.integers(0, 6)]].tolist()
+    rest = np.setdiff1d(scored, [int(u[1:]) for u in head])
+    whole = head + [u for u in ids[order].tolist() if u not in set(head)]
+    position = {u: i for i, u in enumerate(ids.tolist())}
+    return whole, lambda: LazyRanking(head, scores, rest, ids, sizes, position)
+
+
+def test_lazy_fusion_is_the_eager_fusion_of_rankings_full_of_ties():
+    """Members of every kind, rankings shorter and longer than the first depth, k from 1:
+    the ranking and each budget's context are the eager fusion's."""
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        n = int(rng.integers(1, 300))
+        ids = np.array([f"u{i}" for i in range(n)], dtype=object)
+        sizes = rng.integers(1, 50, n)
+        tokens = dict(zip(ids.tolist(), sizes.tolist()))
+        (first, read_first), (second, read_second) = (random_member(rng, ids, sizes),
+                                                      random_member(rng, ids, sizes))
+        k = int(rng.choice([1, 2, 60]))
+        eager = eager_rrf([first, second], k)
+        assert list(fused([read_first(), read_second()], k, lambda: math.inf)) == eager
+        for budget in (0, 30, 200, 5000):
+            readings = [read_first(), read_second()]
+            filled = fill_as_read(functools.partial(fused, readings, k), tokens, budget)
+            assert filled == fill_budget(eager, tokens, budget)
+
+
+class Once:
+    """A member whose ranking is computed once per question (LanceDB may order tied
+    vectors differently from one search to the next: the comparison needs one order)."""
+
+    def __init__(self, member: NaiveStrategy) -> None:
+        self.member, self.seen = member, {}
+
+    def ranking(self, question: str, vector: np.ndarray) -> list[str]:
+        if question not in self.seen:
+            self.seen[question] = self.member.ranking(question, vector)
+        return self.seen[question]
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="reads ../shared/data")
+def test_lazy_fusion_of_minilm_and_bm25_is_the_eager_fusion(
+        tmp_path: Path, cache, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: each member's whole ranking fused. Now BM25 is read only as deep as the fill
+    needs: on real paragraphs (each twice: ties everywhere), real MiniLM vectors and real
+    BM25, fusion's contexts and ranking are the eager fusion's for every question, both
+    member orders, k of 1, 60 and 1,000, budgets from none to hundreds of units and dense
+    depths that end before and after the first depth (the depth grows), while a question's
+    BM25 ranking is sorted only in part."""
+    units, questions = tied_sample(15)
+    _, embedder = bundled_embedder(cache)
+    texts = list(dict.fromkeys(units.text.values()))  # a copy's vector is its twin's
+    # each paragraph's opening 40 words embedded: real vectors at a third of the time
+    vector_of = dict(zip(texts, embedder.encode([" ".join(t.split()[:40]) for t in texts])))
+    ids = list(units.text)
+    table = VectorTable.create(tmp_path, "dense", ids,
+                               np.array([vector_of[units.text[i]] for i in ids]))
+    vectors = embedder.encode(questions)
+    index = Bm25Index(units)
+    read_to: list[int] = []
+    first = LazyRanking.first
+    monkeypatch.setattr(LazyRanking, "first", lambda self, n: read_to.append(n)
+                        or first(self, n))
+    sorted_sizes: list[int] = []
+    argsort = np.argsort
+    monkeypatch.setattr(np, "argsort", lambda a, **kw: sorted_sizes.append(len(a))
+                        or argsort(a, **kw))
+    partial = 0
+    for top_k in (None, 200):
+        for budget in (20, 150, 1000, 20000):
+            dense = Once(NaiveStrategy(table, units, top_k, budget))
+            bm25 = Bm25Strategy(index, units, budget)
+            for question, vector in zip(questions, vectors):
+                scores = index.scores(question)
+                lexical = [index.ids[i] for i in
+                           argsort(-scores, kind="stable")[: int((scores > 0).sum())]]
+                for members in ([dense, bm25], [bm25, dense]):
+                    rankings = [m.ranking(question, vector) if m is dense else lexical
+                                for m in members]
+                    for k in (1, 60, 1000):
+                        eager = eager_rrf(rankings, k)
+                        fusion = FusionStrategy(members, units, budget, k)
+                        sorted_sizes.clear()
+                        assert fusion.retrieve(question, vector) == units.filled(eager, budget)
+                        partial += budget == 1000 and sum(sorted_sizes) < len(lexical) / 2
+                        assert fusion.ranking(question, vector) == eager
+    assert max(read_to) > 200  # dense's 200 candidates: read past the first depths
+    assert partial > len(questions)  # at 1,000 tokens BM25 is mostly left unsorted
