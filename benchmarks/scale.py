@@ -292,7 +292,7 @@ def table(results: list[dict]) -> str:
     lines += ["", "| size | strategy | query p50 ms | query p95 ms | R@5 needles |",
               "|---|---|---|---|---|"]
     for r in results:
-        for strategy in STRATEGIES:
+        for strategy in (s for s in STRATEGIES if s in r["query_ms"]):
             q = r["query_ms"][strategy]
             r5 = r["recall@5"].get(strategy)
             lines.append(f"| {r['size']} | {strategy} | {q['p50']:.1f} | {q['p95']:.1f} | "
