@@ -137,3 +137,21 @@ def test_ppr_rankings_over_an_index_have_their_own_fingerprint(written: tuple[Pa
         assert ann[name].config["dense_scores"] == "nearest"
         assert "dense_scores" not in flat[name].config
     assert "dense_scores" not in ann["retrieve.dense"].config
+
+
+def test_what_fusion_reads_of_ppr_is_its_ranking_flat_and_over_an_index(
+        specs: tuple[Path, Path]) -> None:
+    """Fusion reads a ppr member lazily (``PprStrategy.reading``): sorted only as far as
+    it is read on the flat scores, given whole over an index, where the ranking ends
+    after the chunks searched. Read to any depth, it is ``ranking``'s head."""
+    for spec in specs:
+        strategies, questions, vectors = ppr_strategies(spec)
+        strategy = strategies[600]
+        for question, vector in zip(questions, vectors):
+            ranking = strategy.ranking(question, vector)
+            for depth in (1, 7, 40, len(ranking) + 5):
+                assert strategy.reading(question, vector).first(depth) == ranking[:depth]
+            whole = strategy.reading(question, vector)
+            assert whole.first(len(ranking) + 5) == ranking and whole.ends_within(len(ranking))
+        if strategy.search.index is not None:  # over the index: held chunks, then searched
+            assert len(ranking) < len(strategy.search.graph.chunk_ids)
