@@ -40,11 +40,12 @@ as always. The actors start at a model's first cache miss.
 
 ``map_work`` on ``ray`` starts ``workers`` actors holding a copy of ``work`` each (each
 loads its model once, and runs it on as many threads as Ray gave it CPUs), for the
-length of the map, and sends each item's misses to an idle one. Before that it stops the LLM actors: an actor holds a CPU, and the next
-step's actors would otherwise wait for one forever (the LLM actors start again at the
-next miss). A worker process that dies mid-batch is restarted by Ray and its batch
-sent again, up to ``LOSSES_ALLOWED`` times per map (``kgrag.models.ray_actors``); past that the map ends with one
-``KgragError``, and a rerun resumes from the batches the cache holds.
+length of the map, and sends each item's misses to an idle one. Before that it stops the
+LLM actors: an actor holds a CPU, and the next step's actors would otherwise wait for
+one forever (the LLM actors start again at the next miss). A worker process that dies
+mid-batch is restarted by Ray and its batch sent again, up to ``LOSSES_ALLOWED`` times
+per map (``kgrag.models.ray_actors``); past that the map ends with one ``KgragError``,
+and a rerun resumes from the batches the cache holds.
 """
 
 from __future__ import annotations

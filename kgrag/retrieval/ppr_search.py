@@ -27,15 +27,16 @@ names (``kgrag.retrieval.fact_links``), each link weighted by its similarity.
 Scoring: ``kgrag.graphs.ppr.Walk`` with the spec's damping and iteration cap, in
 ``PprSearch``; with ``walk: push``, its local forward push at ``push_epsilon`` (the same
 restart vector and damping; the iteration cap does not apply), whose mass is zero on the
-nodes it did not reach. Chunks with mass rank by it (ties by dense rank), then the remaining
-chunks in dense order. The dense similarities are every chunk's, by one product with the
-chunk vectors, or, when the dense artefact carries an ANN index, those of the chunks the
-index finds nearest (``kgrag.retrieval.dense_scores``: no product with every chunk; the
-remaining chunks are then those searched). A context is filled from that ranking sorted only as far as the
-fill reads it (``PprSearch.filled``); the whole ranking is built only for those that read
-it to its end (fusion, KET-RAG's skeleton channel). Strategies sharing a search share its
-walks through a memo bounded in bytes (``kgrag.retrieval.walked``). A question naming no entity of the graph is answered by the
-dense ranking, and its trace says so (the retrieve step counts those fallbacks). The
+nodes it did not reach. Chunks with mass rank by it (ties by dense rank), then the
+remaining chunks in dense order. The dense similarities are every chunk's, by one
+product with the chunk vectors, or, when the dense artefact carries an ANN index, those
+of the chunks the index finds nearest (``kgrag.retrieval.dense_scores``: no product with
+every chunk; the remaining chunks are then those searched). A context is filled from
+that ranking sorted only as far as the fill reads it (``PprSearch.filled``); the whole
+ranking is built only for those that read it to its end (fusion, KET-RAG's skeleton
+channel). Strategies sharing a search share its walks through a memo bounded in bytes
+(``kgrag.retrieval.walked``). A question naming no entity of the graph is answered by
+the dense ranking, and its trace says so (the retrieve step counts those fallbacks). The
 trace lists the seeds with their weights, the ``REACHED`` other entities the walk left
 most mass on, and each retrieved chunk's mass: why a chunk came back.
 """

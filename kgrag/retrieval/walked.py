@@ -39,8 +39,9 @@ WALK_MEMO_BYTES = 512 * 2**20  # walks a search keeps: 128 push walks at a milli
 @dataclass(frozen=True)
 class Walked:
     """What a question's walk leaves for the rankings drawn from it: the question's dense
-    similarities (every chunk's, or the nearest chunks' through an index), the chunks with mass best first (by mass, ties in dense order) and their
-    mass (None when no seed linked: the dense ranking), and the trace."""
+    similarities (every chunk's, or the nearest chunks' through an index), the chunks
+    with mass best first (by mass, ties in dense order) and their mass (None when no
+    seed linked: the dense ranking), and the trace."""
 
     dense: DenseScores
     held: np.ndarray
