@@ -83,8 +83,7 @@ class Flat:
 @dataclass(frozen=True)
 class Nearest:
     """The similarity of the chunks an index search returned for ``vector`` (positions
-    ascending, each similarity from the chunk's row), the least similar chunk's, and how
-    to search further."""
+    ascending, each similarity from the chunk's row), and how to search further."""
 
     index: VectorTable
     matrix: np.ndarray
@@ -92,22 +91,15 @@ class Nearest:
     vector: np.ndarray
     positions: np.ndarray
     similarity: np.ndarray
-    lowest: np.floating
     complete: bool  # every chunk the index can return was returned
 
     @classmethod
     def search(cls, index: VectorTable, matrix: np.ndarray, position: Mapping[str, int],
-               vector: np.ndarray, k: int, lowest: np.floating | None = None) -> Nearest:
-        """The ``k`` chunks nearest ``vector`` by the index, with exact similarities, and
-        the least similarity of all (``lowest``, or that of the chunk the index finds
-        nearest the opposite of ``vector``)."""
+               vector: np.ndarray, k: int) -> Nearest:
+        """The ``k`` chunks nearest ``vector`` by the index, with exact similarities."""
         found = index.search(vector, k)
         positions = np.sort(np.array([position[chunk] for chunk, _ in found], dtype=np.int64))
-        similarity = matrix[positions] @ vector
-        if lowest is None:
-            farthest = [position[chunk] for chunk, _ in index.search(-vector, 1)]
-            lowest = min(similarity.min(), *(matrix[farthest] @ vector))
-        return cls(index, matrix, position, vector, positions, similarity, lowest,
+        return cls(index, matrix, position, vector, positions, matrix[positions] @ vector,
                    len(found) < k or k >= len(matrix))
 
     @property
@@ -119,8 +111,12 @@ class Nearest:
         return self.matrix[positions] @ self.vector
 
     def seeds(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``n`` nearest chunks searched and their dense seed weights."""
-        top, weights = seed_weights(self.similarity, n, self.lowest)
+        """The ``n`` nearest chunks searched and their dense seed weights, normalised by
+        the least similarity of all: that of the chunk the index finds nearest the
+        opposite of the question (one more search, made only where dense seeds are)."""
+        farthest = [self.position[chunk] for chunk, _ in self.index.search(-self.vector, 1)]
+        lowest = min(self.similarity.min(), *(self.matrix[farthest] @ self.vector))
+        top, weights = seed_weights(self.similarity, n, lowest)
         return self.positions[top], weights
 
     def order(self) -> np.ndarray:
@@ -147,7 +143,7 @@ class Nearest:
             if searched.complete or len(chosen) < len(pool) or left <= 0:
                 return chosen
             searched = Nearest.search(self.index, self.matrix, self.position, self.vector,
-                                      2 * len(searched.positions), self.lowest)
+                                      2 * len(searched.positions))
 
 
 DenseScores = Flat | Nearest
