@@ -112,10 +112,13 @@ class VectorTable:
         query = query.distance_type("cosine")
         if self.ann is not None:
             query = query.nprobes(self.ann["nprobes"])
+            refine = self.ann.get("refine_factor")
             if self.ann.get("ef") is not None:
-                query = query.ef(self.ann["ef"])
-            if self.ann.get("refine_factor") is not None:
-                query = query.refine_factor(self.ann["refine_factor"])
+                # HNSW keeps at least the rows the search fetches (k, times refine_factor
+                # where re-ranked); LanceDB refuses a smaller ef mid-query
+                query = query.ef(max(self.ann["ef"], k * (refine or 1)))
+            if refine is not None:
+                query = query.refine_factor(refine)
         result = query.select(["id", "_distance"]).limit(k).to_arrow()
         ids = result.column("id").to_pylist()
         distances = result.column("_distance").to_pylist()

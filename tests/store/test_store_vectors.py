@@ -59,6 +59,20 @@ def test_an_ivf_pq_index_refined_finds_what_the_flat_scan_finds(tmp_path: Path) 
         assert [s for _, s in found] == pytest.approx([s for _, s in exact], abs=1e-5)
 
 
+def test_an_ef_under_the_rows_a_search_fetches_is_raised_to_them(tmp_path: Path) -> None:
+    """ppr asks an index for its 64 nearest chunks whatever the spec's ef: LanceDB refuses
+    an ef under the rows fetched (k, times refine_factor) in the middle of a query."""
+    vectors = clustered(600, seed=2)
+    ids = [f"c{i}" for i in range(600)]
+    table = VectorTable.create(tmp_path, "chunks", ids, vectors,
+                               {**HNSW, "ef": 8, "refine_factor": 4})
+    flat = VectorTable.create(tmp_path / "flat", "chunks", ids, vectors)
+    for row in (5, 300):
+        found = table.search(vectors[row], 30)
+        assert len(found) == 30 and found[0][0] == f"c{row}"
+        assert len({i for i, _ in found} & {i for i, _ in flat.search(vectors[row], 30)}) >= 27
+
+
 def test_an_index_that_cannot_be_trained_is_an_error_not_a_silent_flat_scan(
         tmp_path: Path) -> None:
     """LanceDB lists an IVF-PQ index on fewer rows than its 256 centroids, holding none."""
