@@ -19,7 +19,8 @@ questions; the sizes put the same needles among 1× (``1x``), 10× (``10k``) and
 
 Before each size it prints the build time that the largest size measured so far
 predicts, carried linearly. A size whose run is stopped resumes through the artefacts
-and the call cache when run again. The machine is shared with other work unless said
+and the call cache when run again, and its whole run's seconds add every attempt's
+(``build``), each with the machine's mean load while it ran. The machine is shared with other work unless said
 otherwise: timings are upper bounds.
 """
 
@@ -32,6 +33,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -41,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.scale_corpus import SAMPLES, SIZES, write
 
 STRATEGIES = ("dense", "bm25", "fusion", "ppr", "ppr-push")
+HEARTBEAT = 30  # seconds between a build's notes of its attempt
 SPEC = """\
 # written by benchmarks/scale.py: the LLM-free scale spec over {size}
 name: scale-{size}
@@ -77,13 +80,44 @@ def spec_for(size: str, seed: int, data: Path, cache: str = "", added: int = 0) 
 
 
 def build(spec: Path) -> dict:
-    """Run the spec in a child process; its wall seconds and peak RSS (VmHWM)."""
+    """Run the spec in a child process; its wall seconds and peak RSS (VmHWM).
+
+    A build of hours outlives a session: each attempt is written to ``attempts.json``
+    beside the spec every ``HEARTBEAT`` seconds (its seconds so far and the machine's
+    load), so a killed attempt's time is kept, and the finished build's ``wall_s`` is
+    the sum over every attempt since the last finished one (a killed attempt loses the
+    batch in flight and at most a heartbeat of its count). Peak RSS is the last
+    attempt's, the only one ``wait4`` reports."""
+    ledger = spec.parent / "attempts.json"
+    attempts = json.loads(ledger.read_text()) if ledger.exists() else []
+    attempts = [] if attempts and attempts[-1]["finished"] else attempts
+    attempt = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "wall_s": 0.0, "load": [],
+               "finished": False}
+    attempts.append(attempt)
     started = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-m", "kgrag.cli", "run", str(spec)], cwd=ROOT)
-    _, status, usage = os.wait4(child.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"kgrag run {spec} failed (exit {os.waitstatus_to_exitcode(status)})")
-    return {"wall_s": time.perf_counter() - started, "peak_rss_mb": usage.ru_maxrss / 1024}
+    ended: dict = {}
+
+    def reap() -> None:
+        _, status, usage = os.wait4(child.pid, 0)
+        ended.update(code=os.waitstatus_to_exitcode(status), usage=usage,
+                     at=time.perf_counter())
+
+    reaper = threading.Thread(target=reap, daemon=True)
+    reaper.start()
+    while reaper.is_alive():
+        reaper.join(HEARTBEAT)
+        attempt["wall_s"] = ended.get("at", time.perf_counter()) - started
+        attempt["finished"] = ended.get("code") == 0
+        if not ended:
+            attempt["load"].append(os.getloadavg()[0])
+        ledger.write_text(json.dumps(attempts, indent=1) + "\n")
+    if ended["code"] != 0:
+        raise SystemExit(f"kgrag run {spec} failed (exit {ended['code']})")
+    return {"wall_s": sum(a["wall_s"] for a in attempts),
+            "peak_rss_mb": ended["usage"].ru_maxrss / 1024,
+            "attempts": [{"wall_s": round(a["wall_s"], 1), "load_mean": round(
+                statistics.fmean(a["load"]), 2) if a["load"] else None} for a in attempts]}
 
 
 def steps(run_dir: Path) -> list[dict]:
