@@ -387,6 +387,8 @@ def main(argv: list[str]) -> None:
         results = sorted(kept.values(), key=chunks_of)
         out.write_text(json.dumps(results, indent=1) + "\n")
         print(table(results), flush=True)
+        print(f"{size}'s whole run over its attempts (seconds, mean load): " + ", ".join(
+            f"{a['wall_s']:.0f} s ({a['load_mean']})" for a in kept[size]["build"]["attempts"]))
         if args.grow:
             print(grown_table(kept[size]), flush=True)
 
