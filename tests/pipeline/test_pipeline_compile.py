@@ -185,7 +185,8 @@ def test_ann_settings_join_the_dense_index_fingerprint_only_when_given(project):
     assert steps(write_spec(project, query=query, dense_index={})) == flat
     hnsw = steps(write_spec(project, query=query, dense_index={"ann": {}}))
     assert hnsw["dense"].config["ann"] == {"min_rows": 100000, "index": "ivf_hnsw_sq",
-                                           "m": 20, "ef_construction": 300, "nprobes": 20}
+                                           "m": 20, "ef_construction": 300, "nprobes": 20,
+                                           "ef": 1000}
     probes = steps(write_spec(project, query=query, dense_index={"ann": {"nprobes": 40}}))
     pq = steps(write_spec(project, query=query, dense_index={
         "ann": {"index": "ivf_pq", "sub_vectors": 48, "m": 8, "refine_factor": 10}}))
