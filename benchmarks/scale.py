@@ -1,7 +1,7 @@
 """What an LLM-free build and its queries cost as the corpus grows: one spec (nlp
-entities, dense with the ``openvino-int8`` embedder, BM25, their fusion and ``ppr`` with
-the power walk and with ``walk: push``) run
-on each scale corpus of ``benchmarks/scale_corpus.py``, one table for all.
+entities, dense with the ``openvino-int8`` embedder and, past 100,000 chunks, the ANN
+index of ``dense_index.ann``'s defaults, BM25, their fusion and ``ppr`` with the power
+walk and with ``walk: push``) run on each scale corpus of ``benchmarks/scale_corpus.py``, one table for all.
 
     flock /tmp/kgrag-heavy.lock python benchmarks/scale.py --sizes 1x 10k [--queries 100]
 
@@ -51,6 +51,7 @@ corpus: {{dataset: jsonl, path: documents.jsonl, questions_file: questions.jsonl
 chunking: {{size: 256, overlap: 32}}
 models:
   embedder: {{model: all-MiniLM-L6-v2, backend: openvino-int8}}
+dense_index: {{ann: {{}}}}
 extraction: {{method: nlp}}
 graphs:
   - {{name: nlp-kg, kind: entities}}
