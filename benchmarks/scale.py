@@ -1,7 +1,8 @@
 """What an LLM-free build and its queries cost as the corpus grows: one spec (nlp
 entities, dense with the ``openvino-int8`` embedder and, past 100,000 chunks, the ANN
 index of ``dense_index.ann``'s defaults, BM25, their fusion and ``ppr`` with the power
-walk and with ``walk: push``) run on each scale corpus of ``benchmarks/scale_corpus.py``, one table for all.
+walk and with ``walk: push``) run on each scale corpus of ``benchmarks/scale_corpus.py``,
+one table for all.
 
     flock /tmp/kgrag-heavy.lock python benchmarks/scale.py --sizes 1x 10k [--queries 100]
 
@@ -20,8 +21,8 @@ questions; the sizes put the same needles among 1× (``1x``), 10× (``10k``) and
 Before each size it prints the build time that the largest size measured so far
 predicts, carried linearly. A size whose run is stopped resumes through the artefacts
 and the call cache when run again, and its whole run's seconds add every attempt's
-(``build``), each with the machine's mean load while it ran. The machine is shared with other work unless said
-otherwise: timings are upper bounds.
+(``build``), each with the machine's mean load while it ran. The machine is shared with
+other work unless said otherwise: timings are upper bounds.
 """
 
 from __future__ import annotations
