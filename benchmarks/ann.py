@@ -49,6 +49,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -62,32 +63,37 @@ from kgrag.corpus.importers import load_corpus
 from kgrag.eval.metrics import recall_at_k
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
-from kgrag.store.vectors import VectorTable
+from kgrag.spec.schema import SCHEMA, fill_defaults
+from kgrag.store.vectors import VectorTable, ann_settings
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SAMPLES = {"musique": "musique_200.jsonl", "hotpotqa": "hotpotqa_200.jsonl",
            "2wiki": "2wiki_200.jsonl"}
-# what the spec's dense_index.ann holds, per index type (the schema's defaults)
-SETTINGS = {
-    "ivf_hnsw_sq": {"index": "ivf_hnsw_sq", "m": 20, "ef_construction": 300, "nprobes": 20},
-    "ivf_pq": {"index": "ivf_pq", "nprobes": 20, "refine_factor": 10},
-}
+INDEXES = ("ivf_hnsw_sq", "ivf_pq")
 
 
+def settings(index: str) -> dict:
+    """What a spec's ``dense_index: {ann: {index: INDEX}}`` holds: the schema's defaults
+    for that index type, as the dense step's fingerprint keeps them."""
+    return ann_settings(fill_defaults({"index": index}, SCHEMA["$defs"]["ann"]))
+
+
+@dataclass(frozen=True)
 class Base:
     """Real vectors to tile: each row's document, the questions and their supporting
     documents, and how a question is embedded (as the base's vectors were)."""
 
-    def __init__(self, vectors: np.ndarray, docs: list[str], questions: list[str],
-                 gold: list[list[str]], encode: Callable[[str], np.ndarray]) -> None:
-        self.vectors, self.docs, self.questions, self.gold = vectors, docs, questions, gold
-        self.encode = encode
+    vectors: np.ndarray
+    docs: list[str]
+    questions: list[str]
+    gold: list[list[str]]
+    encode: Callable[[str], np.ndarray]
 
     def picked(self, n: int, seed: int) -> Base:
         """``n`` questions in a seeded order: the first half of them is the dev half."""
         chosen = np.random.default_rng(seed).permutation(len(self.questions))[:n]
-        return Base(self.vectors, self.docs, [self.questions[i] for i in chosen],
-                    [self.gold[i] for i in chosen], self.encode)
+        return replace(self, questions=[self.questions[i] for i in chosen],
+                       gold=[self.gold[i] for i in chosen])
 
     def halves(self) -> tuple[slice, slice]:
         middle = (len(self.questions) + 1) // 2
@@ -195,18 +201,20 @@ def recall_at_5(tops: list[list[int]], doc_of: Callable[[int], str], base: Base)
 
 
 def sweep(args: argparse.Namespace, ann: dict) -> list[dict]:
-    """Every combination of the search settings asked for (0 leaves one out), but an
-    ``ef`` under the rows a search fetches, which ``VectorTable.search`` raises to them."""
-    settings = []
-    for nprobes, ef, refine in itertools.product(args.nprobes or [ann["nprobes"]],
-                                                 args.ef or [0], args.refine or [0]):
+    """Every combination of the search settings asked for (a setting not asked for keeps
+    the schema's default; 0 leaves it out, to LanceDB), but an ``ef`` under the rows a
+    search fetches, which ``VectorTable.search`` raises to them."""
+    chosen = []
+    for nprobes, ef, refine in itertools.product(
+            args.nprobes or [ann["nprobes"]], args.ef or [ann.get("ef", 0)],
+            args.refine or [ann.get("refine_factor", 0)]):
         if ef and ef < args.depth * max(refine, 1):
             continue
-        setting = {**ann, "nprobes": nprobes}
-        setting.pop("refine_factor", None) if args.refine else None
-        setting |= ({"ef": ef} if ef else {}) | ({"refine_factor": refine} if refine else {})
-        settings.append(setting)
-    return settings
+        setting = {key: value for key, value in ann.items() if key not in ("ef", "refine_factor")}
+        setting |= {"nprobes": nprobes} | ({"ef": ef} if ef else {}) | (
+            {"refine_factor": refine} if refine else {})
+        chosen.append(setting)
+    return chosen
 
 
 def label(index: str, setting: dict) -> str:
@@ -217,7 +225,7 @@ def label(index: str, setting: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--index", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--index", nargs="+", default=list(INDEXES), choices=INDEXES)
     parser.add_argument("--nprobes", type=int, nargs="+", default=None,
                         help="search settings to try (default: the spec's)")
     parser.add_argument("--ef", type=int, nargs="+", default=None)
@@ -280,7 +288,7 @@ def run(rows: int, base: Base, doc_of: Callable[[int], str], args: argparse.Name
           f"1.000  {np.percentile(times, 50):.1f}  {np.percentile(times, 95):.1f}", flush=True)
     del flat
     for index in args.index:
-        ann = {**SETTINGS[index], "min_rows": 0}
+        ann = {**settings(index), "min_rows": 0}
         indexed, build = table(folder, index, ids, vectors, ann)
         for setting in sweep(args, ann):
             indexed.ann = setting

@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from benchmarks.ann import SETTINGS, tiled
+from benchmarks.ann import INDEXES, settings, tiled
 from kgrag import api
 from kgrag.contents.corpus import read_questions
 from kgrag.graphs.ppr import Walk
@@ -158,7 +158,7 @@ def indexed(search: PprSearch, index: str, folder: Path) -> tuple[PprSearch, flo
     ``index`` ANN index, and the seconds the table and its index took to build."""
     started = time.perf_counter()
     table = VectorTable.create(folder, "chunks", search.graph.chunk_ids, search.chunk_matrix,
-                               {**SETTINGS[index], "min_rows": 0})
+                               {**settings(index), "min_rows": 0})
     build = time.perf_counter() - started
     copy = shallow(search)
     copy.index, copy.walked = table, WalkMemo()
@@ -268,7 +268,7 @@ def main() -> None:
                         help="also time the push walk (walk: push) at this push_epsilon")
     parser.add_argument("--push-only", action="store_true",
                         help="time the push walk and BM25, not the power walk")
-    parser.add_argument("--ann", choices=list(SETTINGS),
+    parser.add_argument("--ann", choices=INDEXES,
                         help="also time the push walk reading an ANN index of this type")
     parser.add_argument("--noise", type=float, default=0.02,
                         help="with --ann, the noise on the copies' vectors (benchmarks/ann.py)")
