@@ -27,10 +27,14 @@ import argparse
 import json
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bootstrap import interval
 from kgrag import api
 from kgrag.answer.matching import f1_score
 from kgrag.contents.answers import read_answers
@@ -49,15 +53,6 @@ from kgrag.steps.retrieve import load_strategy
 PAPER = {"biology": (1714, 1722, 0, 30, 104, 31, 165),
          "business": (2169, 2392, 8, 77, 166, 41, 292)}
 STRUCTURE = ("reachability", "gold_coverage", "min_hops")
-
-
-def interval(values: np.ndarray, rounds: int, rng: np.random.Generator) -> str:
-    """Mean and 95 % percentile-bootstrap interval over questions."""
-    if not len(values):
-        return "–"
-    means = values[rng.integers(0, len(values), (rounds, len(values)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return f"{values.mean():.3f} [{low:.3f}, {high:.3f}]"
 
 
 def per_question_structure(traces: list[dict], golds: list[set[str]]) -> dict[str, list]:

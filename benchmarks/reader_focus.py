@@ -23,7 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.reader_halves import interval, load_rows
+from benchmarks.bootstrap import interval
+from benchmarks.reader_halves import load_rows
 from kgrag import api
 from kgrag.answer.focus import focused
 from kgrag.answer.generate import answer

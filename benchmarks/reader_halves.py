@@ -36,6 +36,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bootstrap import interval
 from kgrag import api
 from kgrag.answer import INSUFFICIENT
 from kgrag.answer.matching import exact_match, f1_score
@@ -48,15 +49,6 @@ from kgrag.eval.halves import halves
 from kgrag.eval.metrics import covers
 from kgrag.pipeline.runner import run_plan
 from kgrag.steps.answer import gold_parts
-
-
-def interval(values: np.ndarray, rounds: int, rng: np.random.Generator) -> str:
-    """Mean [2.5 %, 97.5 %] of the mean over questions resampled with replacement."""
-    if len(values) == 0:
-        return "–"
-    means = values[rng.integers(0, len(values), (rounds, len(values)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return f"{values.mean():.3f} [{low:.3f}, {high:.3f}]"
 
 
 def answer_all(session: api.Session, table: pl.DataFrame, contexts: list, layouts: list,

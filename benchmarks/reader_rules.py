@@ -47,7 +47,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.reader_halves import interval, load_rows
+from benchmarks.bootstrap import interval
+from benchmarks.reader_halves import load_rows
 from kgrag import api
 from kgrag.answer import INSUFFICIENT
 from kgrag.answer.extractive import DEFAULT_CANDIDATES, extractive_answer, nearest

@@ -16,7 +16,9 @@ question is embedded anew, and times ``--queries`` questions (the corpus's needl
 questions, then other test-half questions of the shared samples): p50 and p95 per
 strategy, question embedding included. R@5 is the evaluate step's recall@5 of the needle
 questions; the sizes put the same needles among 1× (``1x``), 10× (``10k``) and 100×
-(``100k``) as many distractor passages as their own paragraphs.
+(``100k``) as many distractor passages as their own paragraphs; each ``ppr`` strategy's
+margin over the best baseline (dense, BM25 or fusion) is given with a paired 95 %
+bootstrap interval over the needles.
 
 Before each size it prints the build time that the largest size measured so far
 predicts, carried linearly. A size whose run is stopped resumes through the artefacts
@@ -143,6 +145,42 @@ def steps(run_dir: Path) -> list[dict]:
 def recall(run_dir: Path) -> dict[str, float]:
     rows = json.loads((run_dir / "metrics.json").read_text())["rows"]
     return {row["strategy"]: row.get("recall@5") for row in rows}
+
+
+def per_question(spec: Path) -> dict[str, list[float]]:
+    """Each strategy's recall@5 per needle question, in one question order, as the
+    evaluate step counts it: what the paired intervals of ``margins`` resample."""
+    from kgrag.api import open_session
+    from kgrag.contents.corpus import read_questions
+    from kgrag.contents.retrieved import read_retrieved
+    from kgrag.eval.metrics import recall_at_k
+
+    session = open_session(spec)
+    questions = read_questions(session.artefact("corpus"))
+    supporting = dict(zip(questions["question_id"].to_list(),
+                          questions["supporting_doc_ids"].to_list()))
+    out = {}
+    for strategy in STRATEGIES:
+        retrieved = read_retrieved(session.artefact(f"retrieve.{strategy}")).sort("question_id")
+        out[strategy] = [recall_at_k(docs, supporting[q], 5) for q, docs in zip(
+            retrieved["question_id"].to_list(), retrieved["doc_ids"].to_list())
+            if supporting[q]]
+    return out
+
+
+def margins(result: dict, rounds: int = 10_000) -> list[str]:
+    """Each ppr strategy's R@5 less the best baseline's (dense, BM25 or fusion, by mean)
+    at this size: the mean over the needles and its paired 95 % bootstrap interval."""
+    import numpy as np
+
+    from benchmarks.bootstrap import interval
+
+    per = {s: np.array(v, dtype=float) for s, v in result["recall@5_per_question"].items()}
+    best = max(("dense", "bm25", "fusion"), key=lambda s: per[s].mean())
+    rng = np.random.default_rng(0)
+    return [f"{result['size']}: {ppr} − {best} R@5 "
+            f"{interval(per[ppr] - per[best], rounds, rng)} over {len(per[best])} needles"
+            for ppr in ("ppr", "ppr-push")]
 
 
 def timing_questions(folder: Path, n: int, seed: int, data: Path) -> list[str]:
@@ -273,7 +311,8 @@ def measure(size: str, args: argparse.Namespace) -> dict:
                            input=json.dumps(questions), capture_output=True, text=True,
                            cwd=ROOT, check=True)
     return {"size": size, "corpus": corpus, "build": whole, "steps": steps(run_dir),
-            "recall@5": recall(run_dir), "query_ms": json.loads(probe.stdout.splitlines()[-1])}
+            "recall@5": recall(run_dir), "recall@5_per_question": per_question(spec),
+            "query_ms": json.loads(probe.stdout.splitlines()[-1])}
 
 
 def grow(size: str, share: float, args: argparse.Namespace, cold: dict) -> dict:
@@ -333,6 +372,8 @@ def table(results: list[dict]) -> str:
             r5 = r["recall@5"].get(strategy)
             lines.append(f"| {r['size']} | {strategy} | {q['p50']:.1f} | {q['p95']:.1f} | "
                          f"{'-' if r5 is None else f'{r5:.3f}'} |")
+    margin = [line for r in results if "recall@5_per_question" in r for line in margins(r)]
+    lines += ["", "ppr against the best baseline (paired):", *margin] if margin else []
     return "\n".join(lines)
 
 
