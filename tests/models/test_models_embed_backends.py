@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kgrag import api
+from kgrag import api, host
 from kgrag.cli import main
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.embed.backends import BACKENDS
-from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings, SentenceTransformerBackend
+from kgrag.models.embed.embedder import (
+    CachedEmbedder,
+    EmbedderSettings,
+    SentenceTransformerBackend,
+    runner,
+)
 from kgrag.models.embed.export import LOCK, MANIFEST
 from kgrag.models.registry import resolve_embedder
 from tests.conftest import SHARED_DATA, write_spec
@@ -72,6 +80,38 @@ def test_int8_backends_stay_near_torchs_vectors(settings, shared, reference, nam
     cosines = (vectors * expected).sum(axis=1)
     assert cosines.min() > 0.85 and np.median(cosines) > 0.9  # unrelated texts: ~0.1-0.5
     assert not np.allclose(vectors, expected, atol=1e-4)  # quantised: not the fp32 vectors
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning needs two cores")
+def test_a_one_thread_openvino_run_keeps_every_core(settings, shared, monkeypatch):
+    """Was: OpenVINO pinned its one inference thread to the first core, so two one-CPU
+    Ray workers of a node (each a process of one thread) ran on the same core. Every
+    thread of the process, sampled while it embeds, may still run on every core."""
+    monkeypatch.setattr(host, "_granted", 1)  # a one-CPU Ray worker's grant
+    backend = runner(with_backend(settings, "openvino-int8"), shared)
+    backend.load()  # the export's calibration is NNCF's, pinned or not: not under test
+    cores = set(os.sched_getaffinity(0))
+    seen: set[frozenset[int]] = set()
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for task in os.listdir("/proc/self/task"):
+                try:
+                    seen.add(frozenset(os.sched_getaffinity(int(task))))
+                except OSError:  # a thread that ended between the listing and the look
+                    pass
+            time.sleep(0.001)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        for _ in range(5):
+            backend.encode(paragraphs(64))
+    finally:
+        done.set()
+        sampler.join()
+    assert seen == {frozenset(cores)}
 
 
 def test_a_second_run_exports_nothing(settings, shared):
