@@ -171,7 +171,7 @@ def _openvino(path: Path, threads: int) -> Callable[[dict[str, np.ndarray]], np.
     # Unpinned: OpenVINO pins its inference threads to the first cores, so two processes
     # of one thread each (the one-CPU Ray workers of a node, or two runs side by side)
     # shared one core: 0.96x one process's throughput, 1.83x unpinned, and one process
-    # runs as fast either way (benchmarks/ray_build.py, docs/scale.md).
+    # runs as fast either way (docs/operations.md, "Scale-out on Ray").
     compiled: Any = openvino.Core().compile_model(
         str(path), "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
                            "INFERENCE_PRECISION_HINT": "f32", "ENABLE_CPU_PINNING": False})
