@@ -90,6 +90,7 @@ def test_a_one_thread_openvino_run_keeps_every_core(settings, shared, monkeypatc
     monkeypatch.setattr(host, "_granted", 1)  # a one-CPU Ray worker's grant
     backend = runner(with_backend(settings, "openvino-int8"), shared)
     backend.load()  # the export's calibration is NNCF's, pinned or not: not under test
+    texts = paragraphs(64)
     cores = set(os.sched_getaffinity(0))
     seen: set[frozenset[int]] = set()
     done = threading.Event()
@@ -107,7 +108,7 @@ def test_a_one_thread_openvino_run_keeps_every_core(settings, shared, monkeypatc
     sampler.start()
     try:
         for _ in range(5):
-            backend.encode(paragraphs(64))
+            backend.encode(texts)
     finally:
         done.set()
         sampler.join()
