@@ -8,8 +8,9 @@ is text of a unit and can cite it.
 
 The candidates come from spaCy's parse of each unit (the bundled ``en_core_web_sm``):
 named entities, noun chunks without their leading determiner, numbers, and the unit's
-title. A span whose words all occur in the question is left out (a question rarely asks
-for what it names), except in a choice question ("…, A or B?"), whose answer is one of
+title. A span of lone letters ("s" of "2,814 s") is left out: a free answer that shares
+only that letter with it snapped to it. A span whose words all occur in the question is
+left out (a question rarely asks for what it names), except in a choice question ("…, A or B?"), whose answer is one of
 the names it gives. Before the LLM sees them, the candidates are ranked by a cheap prior,
 the answer type the question's wh-word asks for (who → a person, when → a date …) first,
 then how many of the question's words share a sentence with the span, then the unit's rank;
@@ -144,6 +145,8 @@ def candidates(units: Sequence[str], question: str, limit: int | None,
             if not key or key in found or text.startswith("#") or "\n" in text:
                 continue
             mine = set(key.split())
+            if not any(len(w) > 1 or w.isdigit() for w in mine):
+                continue  # a lone letter: a unit ("2,814 s") or a label, never an answer
             if options:
                 if not any(mine & o for o in options):
                     continue
