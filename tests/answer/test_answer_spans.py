@@ -75,9 +75,9 @@ def test_a_span_is_held_only_as_whole_words():
 def test_a_lone_letter_is_no_candidate_but_a_lone_digit_is():
     """Was: "s", a table header's unit ("| 100k build s |"), was a candidate, and the
     free answer "100k build s =" snapped to it: the answer a person read."""
-    units = ["# Scale\nThe cold build took 2,814 s, about 47 minutes, on 2 cores.\n\n"
-             "| step | 100k build s | rerun after adding s | share |\n|---|---|---|---|\n"
-             "| dense | 956.2 | 53.0 | 5.5 % |"]
+    units = [("# Scale\nThe cold build took 2,814 s, about 47 minutes, on 2 cores.\n\n"
+              "| step | 100k build s | rerun after adding s | share |\n|---|---|---|---|\n"
+              "| dense | 956.2 | 53.0 | 5.5 % |")]
     found = [c.text for c in candidates(units, "How long did the cold build take?", None)]
     assert "s" not in found
     assert {"2,814 s", "956.2", "2"} <= set(found)
