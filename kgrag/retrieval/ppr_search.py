@@ -77,6 +77,10 @@ REACHED = 10  # entities besides the seeds that a trace lists, by the mass the w
 # with its ranking: strategies that agree on these share one search
 SEARCH_KEYS = tuple(p.name for p in WALK_PARAMS)
 _LOADED: dict[str, PprSearch] = {}
+# the settings that shape the entity graph alone: searches that differ only in how they
+# walk it (``walk: push`` beside the power walk) share one graph (``_entity_graph``)
+GRAPH_KEYS = ("phrases", "relations", "specific_steps", "titles")
+_GRAPHS: dict[str, EntityGraph] = {}
 
 
 @dataclass(frozen=True)
@@ -132,25 +136,10 @@ class PprSearch:
     @classmethod
     def _build(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
                resources: Resources) -> PprSearch:
-        phrases = config.get("phrases", "all")
-        columns = ["name", "source_chunk_ids"] + (["type", "description"]
-                                                 if phrases == "named" else [])
-        entities = read_entities(graph, columns)
-        if entities.is_empty():
-            raise KgragError(f"strategy {config['name']!r}: the graph in {graph} has no "
-                             "entities; ppr needs an entity table to walk")
-        relationships = read_relationships(graph, ["source", "target", "strength"] + (
-            ["description"] if config.get("fact_links") else []))
         chunk_table = open_dense(dense)
         ids, matrix = chunk_table.matrix()
         index = chunk_table if chunk_table.ann is not None else None
-        titles = None
-        if config["titles"]:
-            table = read_chunks(chunks, ["chunk_id", "title"])
-            titles = dict(zip(table["chunk_id"].to_list(), table["title"].to_list()))
-        entity_graph = EntityGraph.build(entities, relationships, ids, titles,
-                                         config["specific_steps"], phrases,
-                                         config.get("relations", True))
+        entity_graph = _entity_graph(config, graph, dense, chunks, ids)
         mentions = nearest = facts = names = None
         if config.get("question_mentions"):
             mentions = ExtractorMentions(resources.pipeline)
@@ -166,6 +155,8 @@ class PprSearch:
                 names = FactLinks.names(vectors, config["name_links"])
         if config.get("fact_links"):
             node = {name: i for i, name in enumerate(entity_graph.names)}
+            relationships = read_relationships(graph, ["source", "target", "strength",
+                                                       "description"])
             facts = FactLinks.build(relationships, node.get,
                                     lambda texts: resources.embedder.encode(texts),
                                     config["fact_links"])
@@ -370,6 +361,33 @@ class PprSearch:
     def position(self) -> dict[str, int]:
         """Chunk id → its row in the walk's chunk block."""
         return {chunk: j for j, chunk in enumerate(self.graph.chunk_ids)}
+
+
+def _entity_graph(config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
+                  ids: list[str]) -> EntityGraph:
+    """The entity graph of the tables in ``graph`` over the chunks ``ids`` (the dense
+    table's order), as ``config`` shapes it; the last one built is kept, so the strategies
+    of a run that walk one graph differently build it once."""
+    key = json.dumps([str(graph), str(dense), str(chunks),
+                      {k: config.get(k) for k in GRAPH_KEYS}], sort_keys=True)
+    if key in _GRAPHS:
+        return _GRAPHS[key]
+    _GRAPHS.clear()
+    phrases = config.get("phrases", "all")
+    entities = read_entities(graph, ["name", "source_chunk_ids"] + (
+        ["type", "description"] if phrases == "named" else []))
+    if entities.is_empty():
+        raise KgragError(f"strategy {config['name']!r}: the graph in {graph} has no "
+                         "entities; ppr needs an entity table to walk")
+    relationships = read_relationships(graph, ["source", "target", "strength"])
+    titles = None
+    if config["titles"]:
+        table = read_chunks(chunks, ["chunk_id", "title"])
+        titles = dict(zip(table["chunk_id"].to_list(), table["title"].to_list()))
+    _GRAPHS[key] = EntityGraph.build(entities, relationships, ids, titles,
+                                     config["specific_steps"], phrases,
+                                     config.get("relations", True))
+    return _GRAPHS[key]
 
 
 def _identity(embedder: Any) -> str | None:

@@ -121,6 +121,10 @@ def test_one_walk_per_question_serves_every_budget(tmp_path, monkeypatch):
     assert len(walks) == 1
     other = PprStrategy.load({**CONFIG, "damping": 0.6}, folders, resources())
     assert other.search is not small.search
+    # a search that walks the same graph otherwise builds no graph of its own
+    pushed = PprStrategy.load({**CONFIG, "walk": "push"}, folders, resources())
+    assert pushed.search.graph is other.search.graph is small.search.graph
+    assert pushed.retrieve(question, QUESTION_VECTOR).unit_ids[0] == "c1"
 
 
 def test_halves_split_by_seeded_question_id():
