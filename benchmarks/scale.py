@@ -48,7 +48,7 @@ from benchmarks.scale_corpus import SAMPLES, SIZES, write
 STRATEGIES = ("dense", "bm25", "fusion", "ppr", "ppr-push")
 HEARTBEAT = 30  # seconds between a build's notes of its attempt
 SPEC = """\
-# written by benchmarks/scale.py: the LLM-free scale spec over {size}
+# written by benchmarks/scale.py: the LLM-free scale spec over {label}
 name: scale-{size}
 corpus: {{dataset: jsonl, path: documents.jsonl, questions_file: questions.jsonl}}
 chunking: {{size: 256, overlap: 32}}
@@ -72,14 +72,15 @@ evaluate: {{metrics: [recall@5]}}
 def spec_for(size: str, seed: int, data: Path, cache: str = "", added: int = 0) -> Path:
     """The size's corpus folder (written if missing) with its spec; ``cache`` an extra
     spec section (a query session's own call cache); ``added`` distractors more than the
-    size holds (``grow``), in a folder and a run of their own."""
+    size holds (``grow``), in a folder of their own and the size's run folder, as a user
+    adds files to a documents folder and runs the spec again."""
     label = f"{size}-plus{added}" if added else size
     folder = ROOT / "outputs" / "scale-corpus" / label
     if not (folder / "corpus.json").exists():
         print(f"writing the {label} corpus ...", flush=True)
         write(folder, size, seed, data, added)
     name = "query-spec.yaml" if cache else "spec.yaml"
-    (folder / name).write_text(SPEC.format(size=label, cache=cache))
+    (folder / name).write_text(SPEC.format(size=size, label=label, cache=cache))
     return folder / name
 
 
@@ -317,16 +318,16 @@ def measure(size: str, args: argparse.Namespace) -> dict:
 
 def grow(size: str, share: float, args: argparse.Namespace, cold: dict) -> dict:
     """Add ``share`` of the size's documents to it (new distractor passages) and run the
-    spec again with the same call cache, as a user reruns after adding files: every step
-    runs, served by the cache for the chunks it has seen. ``cold`` is the size's build in
-    this run, which must have computed everything for the ratio to mean anything."""
+    spec again in the same run folder with the same call cache, as a user reruns after
+    adding files: each step starts from its artefact of the size's build where it can
+    (``StepContext.earlier``). ``cold`` is the size's build in this run, which must have
+    computed everything for the ratio to mean anything."""
     added = round(share * SIZES[size])
     whole = build(spec_for(size, args.seed, Path(args.data), added=added))
     if any(s["cache_hits"] for s in cold["steps"]):
         print(f"warning: the {size} build found chunks in the call cache: it was not cold, "
               "so the ratios below are not against a cold build", flush=True)
-    return {"added": added, "build": whole,
-            "steps": steps(ROOT / "outputs" / f"scale-{size}-plus{added}")}
+    return {"added": added, "build": whole, "steps": steps(ROOT / "outputs" / f"scale-{size}")}
 
 
 def grown_table(result: dict) -> str:

@@ -284,8 +284,11 @@ class ExtractionMethod:
     ``extract`` steps' config (what their fingerprints cover); ``extract(chunks, config,
     run)``, one ``Extraction`` per chunk, in order (an iterator where the method streams
     them); ``llm_calls_per_chunk``, its LLM requests per
-    chunk at most (before retries); and ``triples(extraction, chunk)``, the (subject,
-    predicate, object) triples a chunk's relationships state (RAS's text-to-triples).
+    chunk at most (before retries); ``triples(extraction, chunk)``, the (subject,
+    predicate, object) triples a chunk's relationships state (RAS's text-to-triples);
+    and, where one cache entry holds a chunk's whole extraction (no LLM call),
+    ``keys(chunks, run)``, that entry's key per chunk: an ``extract`` step takes the
+    chunks whose key its earlier artefact holds from there (``kgrag.steps.skeleton``).
     ``kgrag.graphs.extraction.methods`` declares them."""
 
     name: str
@@ -295,6 +298,7 @@ class ExtractionMethod:
     extract: Callable[..., Iterable[Any]]
     llm_calls_per_chunk: int
     triples: Callable[..., list[tuple[str, str, str]]]
+    keys: Callable[..., list[str]] | None = None
 
     @property
     def uses_llm(self) -> bool:

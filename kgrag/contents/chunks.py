@@ -4,21 +4,57 @@ One row per chunk: ``chunk_id``, ``doc_id``, ``title``, ``text``, its character 
 ``start`` / ``end`` in the document, the ``context`` a strategy hands the LLM
 (``kgrag.retrieval.units.unit_text``) and that context's ``context_tokens``. KET-RAG's
 sub-chunks (``kgrag.contents.bipartite``) are retrieval units with the same columns.
+
+``document_digests.parquet`` holds a digest of each document the chunks were cut from (its row
+and its sections): the next build over a changed corpus takes the chunks of the
+documents whose digest is unchanged from here (``read_kept``) and cuts only the others.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 CHUNKS_FILE = "chunks.parquet"
+DIGESTS_FILE = "document_digests.parquet"
 # What a strategy reads of every retrieval unit, chunk or sub-chunk (``Units.of``).
 UNIT_COLUMNS = ["chunk_id", "doc_id", "context", "context_tokens"]
 
 
-def write_chunks(folder: Path, chunks: pl.DataFrame) -> None:
+def write_chunks(folder: Path, chunks: pl.DataFrame, digests: pl.DataFrame | None = None
+                 ) -> None:
     chunks.write_parquet(folder / CHUNKS_FILE)
+    if digests is not None:
+        digests.write_parquet(folder / DIGESTS_FILE)
+
+
+def document_digests(documents: pl.DataFrame, sections: pl.DataFrame | None) -> pl.DataFrame:
+    """``doc_id`` and ``digest``: the sha256 of each document's row and its sections'
+    rows, everything its chunks are cut from."""
+    spans: dict[str, list[tuple[Any, ...]]] = {}
+    if sections is not None:
+        of = sections.columns.index("doc_id")
+        for row in sections.iter_rows():
+            spans.setdefault(row[of], []).append(row)
+    at = documents.columns.index("doc_id")
+    return pl.DataFrame({
+        "doc_id": documents["doc_id"],
+        "digest": [hashlib.sha256(json.dumps([row, spans.get(row[at], [])], default=str)
+                                  .encode()).hexdigest() for row in documents.iter_rows()]},
+        schema={"doc_id": pl.String, "digest": pl.String})
+
+
+def read_kept(folder: Path, digests: pl.DataFrame) -> pl.DataFrame | None:
+    """The chunks of ``folder``'s artefact cut from documents whose digest is among
+    ``digests`` (unchanged since), in its order; None where it keeps no digests."""
+    if not (folder / DIGESTS_FILE).exists():
+        return None
+    same = pl.read_parquet(folder / DIGESTS_FILE).join(digests, on=["doc_id", "digest"])
+    return read_chunks(folder).filter(pl.col("doc_id").is_in(same["doc_id"].implode()))
 
 
 def count_chunks(folder: Path) -> int | None:

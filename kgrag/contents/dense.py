@@ -13,10 +13,12 @@ DENSE_TABLE = "chunks"
 
 
 def write_dense(folder: Path, chunk_ids: list[str], vectors: np.ndarray,
-                ann: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The table, with an ANN index when ``ann`` asks for one at this size; returns the
-    index's search settings (None: flat scan)."""
-    return VectorTable.create(folder, DENSE_TABLE, chunk_ids, vectors, ann).ann
+                ann: dict[str, Any] | None = None, earlier: Path | None = None
+                ) -> VectorTable:
+    """The table, with an ANN index when ``ann`` asks for one at this size, grown from
+    ``earlier``'s (a ``dense`` artefact of the same settings) where it can be
+    (``VectorTable.create``)."""
+    return VectorTable.create(folder, DENSE_TABLE, chunk_ids, vectors, ann, earlier)
 
 
 def open_dense(folder: Path) -> VectorTable:

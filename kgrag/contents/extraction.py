@@ -4,10 +4,18 @@
 kept and filtered: ``kgrag.graphs.elements.counts_frame``), which the evaluation
 reads for its extraction figures; the merged entity and relationship tables are
 ``kgrag.contents.entities``'.
+
+Where one cache entry holds a chunk's whole extraction (method ``nlp``), the counts also
+have that entry's ``key``, and ``entity_members.parquet`` and
+``relationship_members.parquet`` keep every chunk's members as the merge read them
+(``kgrag.graphs.merge.member_frames``): the next build over a changed corpus takes the
+chunks it shares with this one from here (``read_members``), a columnar read, rather
+than replaying each from the cache.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -16,12 +24,57 @@ from kgrag.contents.entities import read_entities, read_relationships, write_ent
 from kgrag.errors import KgragError
 
 EXTRACTIONS = "extractions.parquet"
+ENTITY_MEMBERS = "entity_members.parquet"
+RELATIONSHIP_MEMBERS = "relationship_members.parquet"
 
 
 def write_extraction(folder: Path, counts: pl.DataFrame, entities: pl.DataFrame,
                      relationships: pl.DataFrame) -> None:
     counts.write_parquet(folder / EXTRACTIONS)
     write_entity_tables(folder, entities, relationships)
+
+
+def write_members(folder: Path, entity_parts: list[pl.DataFrame],
+                  relationship_parts: list[pl.DataFrame]) -> None:
+    """The members of every chunk (frames of ``member_frames``' schemas), in order."""
+    for parts, name in ((entity_parts, ENTITY_MEMBERS), (relationship_parts,
+                                                          RELATIONSHIP_MEMBERS)):
+        pl.concat(parts, rechunk=False).write_parquet(folder / name)
+
+
+@dataclass
+class Members:
+    """Chunks taken from an earlier ``extract`` artefact: their counts rows (with
+    ``key``), and their entity and relationship members, each chunk's in its order."""
+
+    counts: pl.DataFrame
+    entities: pl.DataFrame
+    relationships: pl.DataFrame
+
+
+def read_members(folder: Path, chunks: pl.DataFrame) -> Members | None:
+    """The chunks of ``chunks`` (``chunk_id``, ``key``) whose key ``folder``'s artefact
+    extracted without error, with its counts and members, named by their own chunk ids
+    (a key's chunks have one text, so one extraction); None where the artefact keeps no
+    members."""
+    if not (folder / ENTITY_MEMBERS).exists():
+        return None
+    held = (pl.read_parquet(folder / EXTRACTIONS).filter(pl.col("error").is_null())
+            .unique("key", keep="first", maintain_order=True))
+    now = chunks.join(held.select(pl.col("chunk_id").alias("held"), "key"), on="key",
+                      maintain_order="left")
+
+    def members(name: str) -> pl.DataFrame:
+        rows = pl.scan_parquet(folder / name)
+        columns = rows.collect_schema().names()
+        return (rows.with_row_index("order").rename({"chunk_id": "held"})
+                .join(now.lazy().select("held", "chunk_id"), on="held")
+                .sort("chunk_id", "order").select(columns).collect())
+
+    counts = now.join(held.drop("key").rename({"chunk_id": "held"}), on="held",
+                      maintain_order="left").drop("held")
+    return Members(counts.select(held.columns), members(ENTITY_MEMBERS),
+                   members(RELATIONSHIP_MEMBERS))
 
 
 def read_extraction(folder: Path, reader: str) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from dataclasses import fields as dataclass_fields
 
 import polars as pl
 
@@ -79,5 +80,7 @@ def counts_frame(extractions: Iterable[Extraction]) -> pl.DataFrame:
         [{"chunk_id": x.chunk_id, "attempts": x.attempts, "error": x.error,
           "entities": len(x.entities), "relationships": len(x.relationships),
           **asdict(x.counts)} for x in extractions],
-        schema_overrides={"error": pl.String})
+        schema={"chunk_id": pl.String, "attempts": pl.Int64, "error": pl.String,
+                "entities": pl.Int64, "relationships": pl.Int64,
+                **{name: pl.Int64 for name in (f.name for f in dataclass_fields(ExtractionCounts))}})
 

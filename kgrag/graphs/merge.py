@@ -113,13 +113,28 @@ def merge(extractions: Iterable[Extraction],
     batch seen by ``each_batch`` (the extract step records its counts) and then
     reduced to member frames, so an iterator of extractions is never held whole.
     """
+    return merge_members(*member_parts(extractions, each_batch))
+
+
+def member_parts(extractions: Iterable[Extraction],
+                 each_batch: Callable[[Sequence[Extraction]], None] = lambda batch: None
+                 ) -> tuple[list[pl.DataFrame], list[pl.DataFrame]]:
+    """The extractions' entity and relationship members (``member_frames``), a frame per
+    ``MERGE_BATCH`` extractions read, each batch seen by ``each_batch`` first."""
     entity_parts, relationship_parts = [], []
     arriving = iter(extractions)
     for batch in iter(lambda: list(itertools.islice(arriving, MERGE_BATCH)), []):
         each_batch(batch)
-        entities, relationships = _member_frames([x for x in batch if not x.failed])
+        entities, relationships = member_frames(batch)
         entity_parts.append(entities)
         relationship_parts.append(relationships)
+    return entity_parts, relationship_parts
+
+
+def merge_members(entity_parts: list[pl.DataFrame], relationship_parts: list[pl.DataFrame]
+                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``merge`` of member frames (``member_frames``), each list in arrival order; every
+    chunk's members in one frame. The lists are emptied as the members are merged."""
     in_chunk_order = ["chunk_id", "seq"]  # chunk order, then arrival (within a chunk, the
     # extractor's): the order a stable sort of the extractions by chunk gives
     # each kind's batches are dropped once sorted into parts, and those once merged
@@ -135,9 +150,11 @@ def merge(extractions: Iterable[Extraction],
     return merged_entities, _merged_relationships(relationships)
 
 
-def _member_frames(extractions: Sequence[Extraction]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def member_frames(extractions: Sequence[Extraction]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One row per entity and per relationship of the extractions, in their order,
-    each with its chunk: a batch's items as columns rather than Python objects."""
+    each with its chunk: a batch's items as columns rather than Python objects (failed
+    extractions have none)."""
+    extractions = [x for x in extractions if not x.failed]
     entities = [(x.chunk_id, e) for x in extractions for e in x.entities]
     relationships = [(x.chunk_id, r) for x in extractions for r in x.relationships]
     return (pl.DataFrame([

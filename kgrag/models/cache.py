@@ -105,6 +105,11 @@ class CallCache:
         finally:
             self._recordings.remove(keys)
 
+    def relied_on(self, keys: list[str]) -> None:
+        """Record ``keys`` as used without reading them: a step that takes what they hold
+        from an earlier artefact instead still needs them to replay (a bundle ships them)."""
+        self._used(keys)
+
     def _used(self, keys: list[str]) -> None:
         for recording in self._recordings:
             recording.update(keys)

@@ -36,11 +36,13 @@ class Plan:
         be in the plan already), not yet added to it."""
         by_name = self.by_name()
         inputs = dict(inputs or {})
+        settings = {"kind": kind, "version": self.kinds[kind].version, "config": config}
         body = canonical_json({
-            "kind": kind, "version": self.kinds[kind].version, "config": config,
+            **settings,
             "inputs": {role: by_name[dep].fingerprint for role, dep in inputs.items()},
         })
-        return Step(name, kind, config, inputs, hashlib.sha256(body.encode()).hexdigest())
+        return Step(name, kind, config, inputs, hashlib.sha256(body.encode()).hexdigest(),
+                    hashlib.sha256(canonical_json(settings).encode()).hexdigest())
 
     def append(self, step: Step) -> Step:
         if step.name in self.by_name():

@@ -10,6 +10,7 @@ whose files no longer match its listing is rebuilt rather than reused
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
@@ -80,7 +81,8 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
     inputs = {role: artefact_dir(run_dir, dep, by_name[dep].fingerprint)
               for role, dep in step.inputs.items()}
     record: dict[str, Any] = {"name": step.name, "kind": step.kind,
-                              "fingerprint": step.fingerprint, "artefact": final.name}
+                              "fingerprint": step.fingerprint, "settings": step.settings,
+                              "artefact": final.name}
     if final.exists() and not force:
         problem = check(final)
         if problem is None:
@@ -98,7 +100,8 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
     started = time.perf_counter()
     with (PeakRSS() as rss, atomic_dir(final) as tmp, step_label(step.name),
           models.cache.recording() as used):
-        ctx = StepContext(step, spec, models, tmp, inputs)
+        ctx = StepContext(step, spec, models, tmp, inputs,
+                          find_earlier=lambda: earlier_artefact(run_dir, step))
         kind.run(ctx)
         write_json_atomic(tmp / CALLS_RECORD, sorted(used))
         wall = time.perf_counter() - started
@@ -117,6 +120,26 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
     echo(f"  {step.name:<24} {verb} in {wall:.1f}s  (llm calls {llm['calls']}, "
          f"cache hits {llm['cache_hits']}; embeddings {embed['calls']}, hits {embed['cache_hits']})")
     return record
+
+
+def earlier_artefact(run_dir: Path, step: Step) -> Path | None:
+    """The newest intact artefact of ``step`` in ``run_dir`` that was built with the same
+    settings (kind, version, config) over other inputs: what the step built before its
+    inputs changed (documents added to the corpus), or None."""
+    earlier = []
+    for folder in run_dir.glob(f"{step.name}-*"):
+        try:
+            record = json.loads((folder / BUILD_RECORD).read_text())
+        except (OSError, ValueError):
+            continue
+        if (isinstance(record, dict) and record.get("name") == step.name
+                and record.get("settings") == step.settings
+                and record.get("fingerprint") != step.fingerprint):
+            earlier.append(((folder / BUILD_RECORD).stat().st_mtime, folder))
+    for _, folder in sorted(earlier, reverse=True):
+        if check(folder) is None:
+            return folder
+    return None
 
 
 def _publish(kind: StepKind, artefact: Path, run_dir: Path) -> None:

@@ -9,11 +9,18 @@ A documents folder's chunks also say where they came from (``kgrag.corpus.source
 the ``file``, the PDF ``page`` they start on and the one they end on (``page_end``), and
 the ``heading`` most of their text lies under. Other corpora's chunks have no such
 columns, so their artefacts are unchanged.
+
+Rebuilt over a changed corpus, the step takes the chunks of every document whose row and
+sections are unchanged from its earlier artefact (``kgrag.contents.chunks.read_kept``)
+and cuts only the documents added or changed: the same table, at the cost of the new
+documents.
 """
 
 from __future__ import annotations
 
-from kgrag.contents.chunks import write_chunks
+import polars as pl
+
+from kgrag.contents.chunks import document_digests, read_kept, write_chunks
 from kgrag.contents.columns import counted
 from kgrag.contents.corpus import read_documents, read_sections
 from kgrag.corpus import chunk_documents
@@ -25,13 +32,30 @@ from kgrag.steps.step import StepContext, step_kind
 @step_kind("chunk", "1")
 def chunk(ctx: StepContext) -> None:
     documents = read_documents(ctx.input("corpus"))
+    sections = read_sections(ctx.input("corpus"))
+    digests = document_digests(documents, sections)
+    earlier = ctx.earlier
+    kept = None if earlier is None else read_kept(earlier, digests)
+    todo = documents if kept is None else documents.filter(
+        ~pl.col("doc_id").is_in(kept["doc_id"].unique().implode()))
+    if kept is None or earlier is None:
+        chunks = _cut(ctx, todo, sections)
+    else:  # the documents the earlier build cut, as it cut them, then the others
+        ctx.notes.update(reused_documents=documents.height - todo.height,
+                         reused_from=earlier.name)
+        order = documents.select("doc_id").with_row_index("position")
+        chunks = (pl.concat([kept, _cut(ctx, todo, sections)]) if todo.height else kept).join(
+            order, on="doc_id").sort("position", "idx").drop("position")
+    write_chunks(ctx.out_dir, chunks, digests)
+    ctx.notes.update(chunks=chunks.height, tokens=int(chunks["context_tokens"].sum()))
+
+
+def _cut(ctx: StepContext, documents: pl.DataFrame, sections: pl.DataFrame | None
+         ) -> pl.DataFrame:
+    """The chunks of ``documents``, each rendered as a retrieval unit and counted."""
     tokenizer = ctx.models.tokenizer
     chunks = chunk_documents(documents, tokenizer, ctx.config["size"], ctx.config["overlap"])
     chunks = chunks.join(documents.select("doc_id", "title"), on="doc_id", how="left")
     chunks = chunks.with_columns(context=unit_text(ctx.config["title"]))
     chunks = counted(chunks, "context", "context_tokens", tokenizer)
-    sections = read_sections(ctx.input("corpus"))
-    if sections is not None:
-        chunks = with_sources(chunks, sections)
-    write_chunks(ctx.out_dir, chunks)
-    ctx.notes.update(chunks=chunks.height, tokens=int(chunks["context_tokens"].sum()))
+    return chunks if sections is None else with_sources(chunks, sections)

@@ -1,5 +1,7 @@
 """Step ``dense_index``: embed every retrieval unit into a LanceDB table, with an ANN
-index past the spec's ``dense_index.ann.min_rows``."""
+index past the spec's ``dense_index.ann.min_rows``. Rebuilt over a changed corpus, the
+step grows its earlier table and index rather than indexing every row anew
+(``kgrag.store.vectors.VectorTable.create``)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ def dense_index(ctx: StepContext) -> None:
     texts = chunks["context"].to_list()
     # the spec's embedder, or a strategy's own (by identity: its config names it)
     vectors = ctx.models.embedder_of(ctx.config["embedder"]).encode(texts, ctx.executor)
-    ann = write_dense(ctx.out_dir, chunks["chunk_id"].to_list(), vectors, ctx.config.get("ann"))
+    table = write_dense(ctx.out_dir, chunks["chunk_id"].to_list(), vectors,
+                        ctx.config.get("ann"), ctx.earlier)
     ctx.notes.update(vectors=len(texts), dim=int(vectors.shape[1]),
-                     **({"ann": ann["index"]} if ann else {}))
+                     **({"ann": table.ann["index"]} if table.ann else {}),
+                     **({"folded_rows": table.folded, "folded_into": ctx.earlier.name}
+                        if table.folded is not None and ctx.earlier else {}))

@@ -7,7 +7,12 @@
              per-chunk results live in the shared cache, keyed by chunk text and
              model, prompt and schema or pipeline and extractor version, so any
              other build over the same chunks (another β, HugRAG's hierarchy)
-             replays them instead of paying again.
+             replays them instead of paying again. Where one entry holds a chunk's
+             whole extraction (``nlp``), the step rebuilt over a changed corpus (files
+             added to a documents folder) takes the chunks its earlier artefact
+             extracted from there (``kgrag.contents.extraction.read_members``), and
+             replays or parses only the others: the same tables, for the cost of the
+             new chunks and the merge.
 ``skeleton`` entity and relationship tables with rendered rows, entity and
              (unless ``relationship_vectors: false``) relationship vectors in LanceDB,
              a GraphML export, and (optionally)
@@ -26,7 +31,12 @@ from kgrag.contents.chunks import read_chunks
 from kgrag.contents.columns import counted
 from kgrag.contents.core import read_core_ids, write_core
 from kgrag.contents.entities import numbered
-from kgrag.contents.extraction import read_extraction, write_extraction
+from kgrag.contents.extraction import (
+    read_extraction,
+    read_members,
+    write_extraction,
+    write_members,
+)
 from kgrag.contents.skeleton import write_skeleton
 from kgrag.graphs.core import core_size, pagerank, select_core
 from kgrag.graphs.descriptions import summarise
@@ -34,7 +44,7 @@ from kgrag.graphs.elements import counts_frame
 from kgrag.graphs.extraction.methods import method_of
 from kgrag.graphs.extraction.nlp import Chunk
 from kgrag.graphs.knn import knn_graph
-from kgrag.graphs.merge import merge
+from kgrag.graphs.merge import member_frames, member_parts, merge_members
 from kgrag.retrieval.units import unit_text
 from kgrag.steps.step import Counts, StepContext, step_kind
 
@@ -74,10 +84,31 @@ def extract_core(ctx: StepContext) -> None:
                         titled=pl.col("context") == unit_text(with_title=True))
     chunks = [Chunk(chunk_id, text, title if titled else None)
               for chunk_id, title, text, titled in shown.iter_rows()]
+    method = method_of(ctx.config)
+    keyed = None if method.keys is None else pl.DataFrame(
+        {"chunk_id": [c.chunk_id for c in chunks], "key": method.keys(chunks, ctx)})
+    earlier = None if keyed is None else ctx.earlier
+    kept = None if earlier is None or keyed is None else read_members(earlier, keyed)
+    if kept is not None and earlier is not None:  # chunks the earlier build extracted
+        ctx.models.cache.relied_on(kept.counts["key"].to_list())
+        taken = set(kept.counts["chunk_id"].to_list())
+        chunks = [c for c in chunks if c.chunk_id not in taken]
+        ctx.notes.update(reused_chunks=len(taken), reused_from=earlier.name)
     recorded: list[pl.DataFrame] = []  # each batch's counts, as the merge reads it
-    entities, relationships = merge(method_of(ctx.config).extract(chunks, ctx.config, ctx),
-                                    lambda batch: recorded.append(counts_frame(batch)))
+    entity_parts, relationship_parts = member_parts(
+        method.extract(chunks, ctx.config, ctx),
+        lambda batch: recorded.append(counts_frame(batch)))
     counts = pl.concat(recorded).rechunk() if recorded else counts_frame([])
+    if keyed is not None:
+        counts = counts.join(keyed, on="chunk_id", maintain_order="left")
+        if kept is not None:
+            entity_parts.insert(0, kept.entities)
+            relationship_parts.insert(0, kept.relationships)
+            counts = keyed.select("chunk_id").join(pl.concat([kept.counts, counts]),
+                                                   on="chunk_id", maintain_order="left")
+        write_members(ctx.out_dir, entity_parts or [member_frames([])[0]],
+                      relationship_parts or [member_frames([])[1]])
+    entities, relationships = merge_members(entity_parts, relationship_parts)
     write_extraction(ctx.out_dir, counts, entities, relationships)
     ctx.notes.update(**_extraction_notes(counts), entities=entities.height,
                      relationships=relationships.height)

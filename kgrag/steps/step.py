@@ -9,6 +9,7 @@ use (a spec names sections, never Python code).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,13 +30,15 @@ RESUME_PREFIX = ".resume-"
 @dataclass(frozen=True)
 class Step:
     """One step of a plan: its kind, its config, the upstream step playing each input
-    role, and its fingerprint (``kgrag.pipeline.plan``)."""
+    role, and its fingerprints (``kgrag.pipeline.plan``): of everything, and of its kind,
+    version and config alone (``settings``: equal for one step over changed inputs)."""
 
     name: str
     kind: str
     config: dict[str, Any]
     inputs: dict[str, str] = field(default_factory=dict)  # role -> upstream step name
     fingerprint: str = ""
+    settings: str = ""
 
 
 @dataclass
@@ -48,6 +51,15 @@ class StepContext:
     out_dir: Path
     inputs: dict[str, Path]
     notes: dict[str, Any] = field(default_factory=dict)
+    find_earlier: Callable[[], Path | None] = lambda: None
+
+    @functools.cached_property
+    def earlier(self) -> Path | None:
+        """The newest intact artefact of this step in the run folder built with the same
+        settings over other inputs (``kgrag.pipeline.runner.earlier_artefact``), looked for
+        when first asked: a step that can update what it built before its inputs changed,
+        rather than build it anew, reads there what still holds."""
+        return self.find_earlier()
 
     @property
     def config(self) -> dict[str, Any]:

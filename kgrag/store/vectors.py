@@ -12,6 +12,7 @@ all the rest of `kgrag validate`.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
 # is searched belong together (both are in the step's fingerprint), and a reader then
 # needs nothing but the folder.
 ANN_SUFFIX = ".ann.json"
+# A grown table keeps its index when at most this share of its rows is new; past it
+# the index is trained anew, as the partitions learnt from the old rows may fit the
+# new ones poorly (LanceDB's advice; the share is a judgement, not a measurement).
+FOLD_SHARE = 0.2
 SEARCH_KEYS = ("index", "nprobes", "ef", "refine_factor")
 # the settings that shape each index type (the others would only split fingerprints)
 BUILD_KEYS = {"ivf_pq": ("partitions", "sub_vectors"),
@@ -47,30 +52,72 @@ class VectorTable:
     ``dense_index.ann``). At tens of thousands of rows the flat scan is both faster to
     build and more accurate; at a million it costs a question about a second."""
 
-    def __init__(self, table: lancedb.table.Table, ann: dict[str, Any] | None = None) -> None:
-        self._table, self.ann = table, ann
+    def __init__(self, table: lancedb.table.Table, ann: dict[str, Any] | None = None,
+                 folded: int | None = None) -> None:
+        # folded: the rows added to an earlier table's index (``_fold``), None if built
+        self._table, self.ann, self.folded = table, ann, folded
 
     @classmethod
     def create(cls, folder: Path, name: str, ids: list[str], vectors: np.ndarray,
-               ann: dict[str, Any] | None = None) -> VectorTable:
+               ann: dict[str, Any] | None = None, earlier: Path | None = None
+               ) -> VectorTable:
+        """The table of ``ids`` and ``vectors``, indexed as ``ann`` says. ``earlier``, a
+        folder whose table ``name`` was made with the same ``ann`` over other rows, may
+        be grown instead (``_fold``); the rows are the same either way."""
         if len(ids) != len(vectors) or not ids:
             raise KgragError(f"cannot index {len(ids)} ids with {len(vectors)} vectors")
         import lancedb
-        import pyarrow as pa
 
-        dim = vectors.shape[1]
-        data = pa.table({
-            "id": pa.array(ids, pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(
-                pa.array(vectors.astype(np.float32).ravel(), pa.float32()), dim),
-        })
-        table = lancedb.connect(str(folder)).create_table(name, data=data)
-        if ann is None or len(ids) <= ann["min_rows"]:
+        vectors = vectors.astype(np.float32)
+        indexed = ann is not None and len(ids) > ann["min_rows"]
+        if indexed and earlier is not None:
+            folded = cls._fold(folder, name, earlier, ids, vectors)
+            if folded is not None:
+                return folded
+        table = lancedb.connect(str(folder)).create_table(name, data=_rows(ids, vectors))
+        if ann is None or not indexed:
             return cls(table)
         _build_index(table, ann)
         search = {key: ann[key] for key in SEARCH_KEYS if key in ann}
         (folder / f"{name}{ANN_SUFFIX}").write_text(json.dumps(search, sort_keys=True))
         return cls(table, search)
+
+    @classmethod
+    def _fold(cls, folder: Path, name: str, earlier: Path, ids: list[str],
+              vectors: np.ndarray) -> VectorTable | None:
+        """``earlier``'s indexed table copied, the rows whose id is gone or whose vector
+        changed deleted, the new ones added and folded into its index (LanceDB's
+        ``optimize``, which keeps the partitions the index was trained on): a second
+        or so where building the index takes minutes. None, to build anew, where the
+        earlier table has no index or more than ``FOLD_SHARE`` of the rows are new."""
+        import lancedb
+
+        if not (earlier / f"{name}{ANN_SUFFIX}").exists():
+            return None
+        before = cls.open(earlier, name)
+        old_ids, old_vectors = before.rows()
+        at = {i: n for n, i in enumerate(old_ids)}
+        same = np.array([i in at for i in ids])
+        same[same] = (old_vectors[[at[i] for i, kept in zip(ids, same) if kept]]
+                      == vectors[same]).all(axis=1)
+        if (~same).sum() > FOLD_SHARE * len(ids):
+            return None
+        kept = {i for i, unchanged in zip(ids, same) if unchanged}
+        gone = [i for i in old_ids if i not in kept]
+        shutil.copytree(earlier / f"{name}.lance", folder / f"{name}.lance")
+        table = lancedb.connect(str(folder)).open_table(name)
+        if gone:
+            quoted = ",".join("'" + i.replace("'", "''") + "'" for i in gone)
+            table.delete(f"id IN ({quoted})")
+        new = np.flatnonzero(~same)
+        if len(new):
+            table.add(_rows([ids[n] for n in new], vectors[new]))
+        table.optimize()
+        if sum(index.num_unindexed_rows or 0 for index in table.list_indices()):
+            raise KgragError(f"the index of {earlier / name} could not take the new rows; "
+                             f"remove {earlier} to build it anew")
+        shutil.copyfile(earlier / f"{name}{ANN_SUFFIX}", folder / f"{name}{ANN_SUFFIX}")
+        return cls(table, before.ann, len(new))
 
     @classmethod
     def open(cls, folder: Path, name: str) -> VectorTable:
@@ -94,13 +141,17 @@ class VectorTable:
         LanceDB query's fixed cost. Rows are normalised so that a product with a unit
         query is the cosine (keyword vectors are stored as unnormalised means).
         """
+        ids, values = self.rows()
+        norms = np.linalg.norm(values, axis=1, keepdims=True)
+        return ids, values / np.where(norms > 0, norms, 1.0)
+
+    def rows(self) -> tuple[list[str], np.ndarray]:
+        """Every id with its vector as stored (float32)."""
         table = self._table.to_arrow()
         ids = table.column("id").to_pylist()
         column = table.column("vector").combine_chunks()
         values = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
-        values = values.reshape(len(ids), column.type.list_size)
-        norms = np.linalg.norm(values, axis=1, keepdims=True)
-        return ids, values / np.where(norms > 0, norms, 1.0)
+        return ids, values.reshape(len(ids), column.type.list_size)
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The ``k`` nearest ids with their cosine similarity, best first: exact, or
@@ -123,6 +174,15 @@ class VectorTable:
         ids = result.column("id").to_pylist()
         distances = result.column("_distance").to_pylist()
         return [(i, 1.0 - d) for i, d in zip(ids, distances)]
+
+
+def _rows(ids: list[str], vectors: np.ndarray) -> Any:
+    """An Arrow table of ``ids`` and their float32 ``vectors``."""
+    import pyarrow as pa
+
+    return pa.table({"id": pa.array(ids, pa.string()),
+                     "vector": pa.FixedSizeListArray.from_arrays(
+                         pa.array(vectors.ravel(), pa.float32()), vectors.shape[1])})
 
 
 def _build_index(table: lancedb.table.Table, ann: dict[str, Any]) -> None:

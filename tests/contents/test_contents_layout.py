@@ -31,11 +31,13 @@ def test_file_and_table_names_are_those_of_landed_runs() -> None:
     # Renaming one strands every artefact folder built before: these are fixed.
     assert (corpus.DOCUMENTS, corpus.QUESTIONS, corpus.SENTENCES, corpus.TRIPLES) == (
         "documents.parquet", "questions.parquet", "sentences.parquet", "triples.parquet")
-    assert (chunks.CHUNKS_FILE, dense.DENSE_TABLE) == ("chunks.parquet", "chunks")
+    assert (chunks.CHUNKS_FILE, chunks.DIGESTS_FILE, dense.DENSE_TABLE) == (
+        "chunks.parquet", "document_digests.parquet", "chunks")
     assert (core.CORE, core.KNN_FILE) == ("core.parquet", "knn.parquet")
     assert (entities.ENTITIES_FILE, entities.RELATIONSHIPS_FILE, entities.ENTITY_TABLE) == (
         "entities.parquet", "relationships.parquet", "entities")
-    assert extraction.EXTRACTIONS == "extractions.parquet"
+    assert (extraction.EXTRACTIONS, extraction.ENTITY_MEMBERS, extraction.RELATIONSHIP_MEMBERS) == (
+        "extractions.parquet", "entity_members.parquet", "relationship_members.parquet")
     assert (skeleton.RELATIONSHIP_TABLE, skeleton.GRAPHML) == ("relationships",
                                                                "skeleton.graphml")
     assert (bipartite.SUBCHUNKS_FILE, bipartite.KEYWORDS_FILE, bipartite.EDGES_FILE,

@@ -79,3 +79,40 @@ def test_an_index_that_cannot_be_trained_is_an_error_not_a_silent_flat_scan(
     with pytest.raises(KgragError, match="ivf_pq index cannot be built on 50 rows"):
         VectorTable.create(tmp_path, "chunks", [f"c{i}" for i in range(50)], clustered(50),
                            {**HNSW, "min_rows": 10, "index": "ivf_pq"})
+
+
+def test_a_grown_table_keeps_its_index_and_holds_exactly_the_new_rows(tmp_path: Path) -> None:
+    vectors = clustered(700)
+    ids = [f"c{i}" for i in range(700)]
+    VectorTable.create(tmp_path / "before", "chunks", ids[:600], vectors[:600], HNSW)
+    # five rows gone, three changed, a hundred new (a sixth of the table)
+    now_ids = ids[5:700]
+    now = vectors[5:700].copy()
+    now[[10, 20, 30]] = clustered(3, seed=1)
+    table = VectorTable.create(tmp_path / "after", "chunks", now_ids, now, HNSW,
+                               earlier=tmp_path / "before")
+    assert table.folded == 103
+    reopened = VectorTable.open(tmp_path / "after", "chunks")
+    got_ids, got = reopened.rows()
+    order = np.argsort(got_ids)
+    assert sorted(got_ids) == sorted(now_ids)
+    assert np.array_equal(got[order], now[np.argsort(now_ids)])
+    assert reopened.ann == {"index": "ivf_hnsw_sq", "nprobes": 20}
+    for row in (10, 20, 600, 694):  # changed and new rows are found through the index
+        assert reopened.search(now[row], 3)[0][0] == now_ids[row]
+    # the earlier table is untouched
+    assert sorted(VectorTable.open(tmp_path / "before", "chunks").rows()[0]) == sorted(ids[:600])
+
+
+def test_a_table_grown_by_more_than_the_fold_share_or_from_a_flat_one_is_built_anew(
+        tmp_path: Path) -> None:
+    vectors = clustered(800)
+    ids = [f"c{i}" for i in range(800)]
+    VectorTable.create(tmp_path / "indexed", "chunks", ids[:400], vectors[:400], HNSW)
+    grown = VectorTable.create(tmp_path / "twice", "chunks", ids, vectors, HNSW,
+                               earlier=tmp_path / "indexed")
+    assert grown.folded is None and grown.search(vectors[700], 1)[0][0] == "c700"
+    VectorTable.create(tmp_path / "flat", "chunks", ids[:90], vectors[:90], HNSW)
+    built = VectorTable.create(tmp_path / "past", "chunks", ids[:120], vectors[:120], HNSW,
+                               earlier=tmp_path / "flat")
+    assert built.folded is None and built.ann is not None

@@ -107,6 +107,12 @@ def _extract_nlp(chunks: list[Chunk], cfg: Config, run: Run) -> Iterable[Extract
     return extractions
 
 
+def _nlp_keys(chunks: list[Chunk], run: Run) -> list[str]:
+    """The cache key of each chunk's parse (``NlpExtractor.key``)."""
+    extractor = NlpExtractor(run.models.pipeline, run.models.cache)
+    return [extractor.key(c) for c in chunks]
+
+
 def _extract_hybrid(chunks: list[Chunk], cfg: Config, run: Run) -> Iterable[Extraction]:
     """The nlp extraction, then one constrained call per chunk relating its entities on
     its retrieval unit; what happened to each call is counted in the notes."""
@@ -233,7 +239,7 @@ EXTRACTION_METHODS: dict[str, ExtractionMethod] = {method.name: method for metho
                      "title as an entity, relationships from the dependency parse (label = "
                      "verb or noun with its preposition, e.g. 'directed by'; else a "
                      "co-occurrence edge); no LLM call, far faster than method llm.",
-                     (PIPELINE,), _nlp_config, _extract_nlp, 0, _nlp_triples),
+                     (PIPELINE,), _nlp_config, _extract_nlp, 0, _nlp_triples, _nlp_keys),
     ExtractionMethod("hybrid", "the nlp extraction, plus one short JSON-schema constrained "
                      "LLM call per chunk that writes [source, relation, target] triples whose "
                      "source and target can only be the entities spaCy found (grounded by "

@@ -222,7 +222,8 @@ class NlpExtractor:
         self.parsed = 0
         self.cache_hits = 0
 
-    def _key(self, chunk: Chunk) -> str:
+    def key(self, chunk: Chunk) -> str:
+        """The cache key of the chunk's extraction (its payload holds all of it)."""
         return request_key("nlp-extract", {**self.pipeline.identity(),
                                            "extractor": NLP_EXTRACTOR_VERSION,
                                            "text": chunk.text, "title": chunk.title})
@@ -242,7 +243,7 @@ class NlpExtractor:
         is consumed, so no one holds every chunk's payload or ``Extraction`` at once
         (the cache answers the second read from the same entries, so it is the first's).
         """
-        keys = [self._key(c) for c in chunks]
+        keys = [self.key(c) for c in chunks]
         first = dict(zip(keys, chunks))  # a key's chunks have one text and title
         distinct = list(first)
         batches = [distinct[k:k + BATCH_SIZE] for k in range(0, len(distinct), BATCH_SIZE)]

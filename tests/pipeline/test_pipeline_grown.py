@@ -1,0 +1,89 @@
+"""A documents folder that changes between runs (a page added, one edited, one removed):
+the rerun in the same run folder takes what still holds from its earlier artefacts (the
+unchanged documents' chunks, the extractions of unchanged chunks, the vector table with
+its ANN index) and writes the tables a cold build of the changed folder writes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+
+from kgrag import api
+from kgrag.contents.chunks import read_chunks
+from kgrag.contents.dense import open_dense
+from kgrag.contents.entities import read_entities, read_relationships
+from kgrag.contents.extraction import read_counts
+from kgrag.session import Session
+from tests.conftest import write_spec
+from tests.corpus.own_docs import PAGES
+
+ADDED, EDITED, REMOVED = "embedding-backends.md", "architecture.md", "spec.md"
+SECTIONS = {
+    "corpus": {"dataset": "documents", "path": "../documents"},
+    "chunking": {"size": 128, "overlap": 16},
+    "dense_index": {"ann": {"min_rows": 100}},
+    "extraction": {"method": "nlp"},
+    "graphs": [{"name": "kg", "kind": "entities"}],
+    "query": [{"name": "ppr", "strategy": "ppr", "entities": "kg", "budget_tokens": 500}],
+    "answer": {"questions": 0},
+}
+
+
+def notes(session: Session, step: str) -> dict:
+    return json.loads((session.artefact(step) / "build.json").read_text())["notes"]
+
+
+def tables(session: Session) -> dict[str, pl.DataFrame]:
+    ids, vectors = open_dense(session.artefact("dense")).rows()
+    return {"chunks": read_chunks(session.artefact("chunks")),
+            "counts": read_counts(session.artefact("extract.kg")),
+            "entities": read_entities(session.artefact("extract.kg")),
+            "relationships": read_relationships(session.artefact("extract.kg")),
+            "vectors": pl.DataFrame({"id": ids, "vector": vectors}).sort("id")}
+
+
+def test_a_grown_folder_is_rebuilt_from_what_still_holds_into_the_cold_builds_tables(
+        project: Path) -> None:
+    folder = project / "documents"
+    folder.mkdir()
+    for page in PAGES:
+        if page.name != ADDED:
+            shutil.copyfile(page, folder / page.name)
+    spec = write_spec(project, "grown", **SECTIONS)
+    api.run(spec)
+    before = api.open_session(spec)
+    first = tables(before)
+
+    shutil.copyfile(next(p for p in PAGES if p.name == ADDED), folder / ADDED)
+    with (folder / EDITED).open("a", encoding="utf-8") as page:
+        page.write("\n\nA paragraph added later names Copenhagen and the Danube.\n")
+    (folder / REMOVED).unlink()
+    api.run(spec)
+    after = api.open_session(spec)
+    grown = tables(after)
+
+    # each step started from its earlier artefact, and did only the new work
+    kept_pages = len(PAGES) - 3  # all but the added, the edited and the removed page
+    assert notes(after, "chunks")["reused_documents"] == kept_pages
+    assert notes(after, "chunks")["reused_from"] == before.artefact("chunks").name
+    new_chunks = grown["chunks"].filter(~pl.col("text").is_in(first["chunks"]["text"].implode()))
+    assert 0 < new_chunks.height < grown["chunks"].height // 5
+    extracted = notes(after, "extract.kg")
+    assert extracted["reused_chunks"] == grown["chunks"].height - new_chunks.height
+    assert extracted["parsed"] == new_chunks.height
+    # an edited document has a new id, so its unchanged chunks are new rows of the table
+    new_ids = grown["chunks"].filter(~pl.col("chunk_id").is_in(
+        first["chunks"]["chunk_id"].implode()))
+    assert notes(after, "dense")["folded_rows"] == new_ids.height > new_chunks.height
+
+    cold_spec = write_spec(project, "cold", **SECTIONS)
+    api.run(cold_spec)
+    cold = api.open_session(cold_spec)
+    assert "reused_chunks" not in notes(cold, "extract.kg")
+    built = tables(cold)
+    for name, table in built.items():
+        assert grown[name].equals(table), name
+    assert {Path(f).name for f in grown["chunks"]["file"]} == {p.name for p in folder.iterdir()}
