@@ -1,8 +1,8 @@
 """What an LLM-free build and its queries cost as the corpus grows: one spec (nlp
 entities, dense with the ``openvino-int8`` embedder and, past 100,000 chunks, the ANN
-index of ``dense_index.ann``'s defaults, BM25, their fusion and ``ppr`` with the power
-walk and with ``walk: push``) run on each scale corpus of ``benchmarks/scale_corpus.py``,
-one table for all.
+index of ``dense_index.ann``'s defaults, BM25, their fusion and ``ppr`` with its
+default walk (``auto``: the push walk past 50,000 chunks) and with ``walk: power``) run
+on each scale corpus of ``benchmarks/scale_corpus.py``, one table for all.
 
     flock /tmp/kgrag-heavy.lock python benchmarks/scale.py --sizes 1x 10k [--queries 100]
 
@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.scale_corpus import SAMPLES, SIZES, write
 
-STRATEGIES = ("dense", "bm25", "fusion", "ppr", "ppr-push")
+STRATEGIES = ("dense", "bm25", "fusion", "ppr", "ppr-power")
 HEARTBEAT = 30  # seconds between a build's notes of its attempt
 SPEC = """\
 # written by benchmarks/scale.py: the LLM-free scale spec over {label}
@@ -63,7 +63,7 @@ query:
   - {{name: bm25, strategy: bm25, budget_tokens: 2000}}
   - {{name: fusion, strategy: fusion, fuse: [dense, bm25], budget_tokens: 2000}}
   - {{name: ppr, strategy: ppr, entities: nlp-kg, budget_tokens: 2000}}
-  - {{name: ppr-push, strategy: ppr, entities: nlp-kg, walk: push, budget_tokens: 2000}}
+  - {{name: ppr-power, strategy: ppr, entities: nlp-kg, walk: power, budget_tokens: 2000}}
 answer: {{questions: 0}}
 evaluate: {{metrics: [recall@5]}}
 {cache}"""
@@ -181,7 +181,7 @@ def margins(result: dict, rounds: int = 10_000) -> list[str]:
     rng = np.random.default_rng(0)
     return [f"{result['size']}: {ppr} − {best} R@5 "
             f"{interval(per[ppr] - per[best], rounds, rng)} over {len(per[best])} needles"
-            for ppr in ("ppr", "ppr-push")]
+            for ppr in ("ppr", "ppr-power")]
 
 
 def timing_questions(folder: Path, n: int, seed: int, data: Path) -> list[str]:

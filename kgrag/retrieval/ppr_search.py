@@ -64,7 +64,7 @@ from kgrag.retrieval.dense_scores import FIRST_SEARCH, DenseScores, Flat, Neares
 from kgrag.retrieval.entity_graph import EntityGraph
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
-from kgrag.retrieval.walk_params import PUSH_EPSILON, WALK_PARAMS
+from kgrag.retrieval.walk_params import PUSH_EPSILON, WALK_PARAMS, walk_of
 from kgrag.retrieval.walked import ChunkMass, Walked, WalkMemo
 from kgrag.store.vectors import VectorTable
 
@@ -168,7 +168,7 @@ class PprSearch:
                    max_iterations=config["max_iterations"], dense_seeds=config["dense_seeds"],
                    dense_seed_chunks=config["dense_seed_chunks"],
                    push_epsilon=(config.get("push_epsilon") or PUSH_EPSILON
-                                 if config.get("walk") == "push" else None),
+                                 if walk_of(config, len(ids)) == "push" else None),
                    mentions=mentions,
                    nearest=nearest, links=[links for links in (facts, names) if links],
                    index=index)

@@ -15,6 +15,11 @@ from kgrag.limits import ITEMS_MAX, ROUNDS_MAX
 # walk: push's tolerance when push_epsilon is left out (chosen on the dev halves,
 # docs/methods/ppr.md)
 PUSH_EPSILON = 1e-5
+# walk: auto's switch: the power walk reads every edge for every question, about 33 ms
+# at 11,000 chunks and 504 ms at 110,000 (docs/scale.md), so past this many chunks it
+# would miss the 250 ms a question of the scale target allows, and the push walk,
+# whose cost does not grow with the graph, takes over
+PUSH_PAST = 50_000
 # A personalised-PageRank walk's parameters: strategy ppr's, and those of the ppr channels
 # of ket (skeleton_search: ppr) and hugrag (entity_seeds: ppr).
 WALK_PARAMS = (
@@ -24,17 +29,17 @@ WALK_PARAMS = (
     Param("max_iterations", {"type": "integer", "minimum": 1, "maximum": ROUNDS_MAX},
           "power-iteration steps at most (it stops earlier once an update changes the scores "
           "by less than 1e-10).", default=50),
-    Param("walk", {"enum": ["power", "push"]},
+    Param("walk", {"enum": ["auto", "power", "push"]},
           "how the walk is computed: power (power iteration over the whole graph, exact to "
-          "1e-10; a question costs every edge, about 10 s at a million chunks) or push (a "
-          "local forward push from the seeds, stopping at push_epsilon; its cost is the "
-          "seeds' neighbourhood, not the graph, and it ranks a little differently). Left "
-          "out: power.", off="power"),
+          "1e-10; a question costs every edge, about 0.5 s at 110,000 chunks and 10 s at a "
+          "million), push (a local forward push from the seeds, stopping at push_epsilon; "
+          "its cost is the seeds' neighbourhood, not the graph, and it ranks a little "
+          f"differently) or auto (power up to {PUSH_PAST:,} chunks, push past them).",
+          default="auto", off="power"),
     Param("push_epsilon", {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-          "walk: push stops once every node's residual mass is below this times its edge "
-          "count; smaller is closer to the power walk and slower (its work is at most "
-          f"1 / ((1 − damping) × push_epsilon) edge visits). Left out: {PUSH_EPSILON:g} with "
-          "walk: push."),
+          "the push walk stops once every node's residual mass is below this times its "
+          "edge count; smaller is closer to the power walk and slower (its work is at most "
+          f"1 / ((1 − damping) × push_epsilon) edge visits). Left out: {PUSH_EPSILON:g}."),
     Param("dense_seeds", {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
           "share of the restart mass given to the dense_seed_chunks chunks nearest the "
           "question, by their min-max normalised cosine (the passage nodes' own restart "
@@ -84,13 +89,23 @@ WALK_PARAMS = (
 )
 
 
+def walk_of(config: Config, chunks: int) -> str:
+    """The walk a search over ``chunks`` chunks takes: ``config``'s, auto's by the
+    graph's size; none (a landed spec's ``walk: power``, dropped as its off value) is
+    power."""
+    walk = config.get("walk") or "power"
+    if walk == "auto":
+        return "push" if chunks > PUSH_PAST else "power"
+    return walk
+
+
 def walk_problems(index: int, entry: Config, spec: Config) -> Iterator[Problem]:
     """The question-mention options need the nlp extraction's pipeline, the nearest-name
-    fallback needs mentions to link, and push_epsilon needs a push walk."""
-    if entry.get("push_epsilon") is not None and entry.get("walk", "power") != "push":
+    fallback needs mentions to link, and push_epsilon a walk that may push."""
+    if entry.get("push_epsilon") is not None and entry.get("walk") == "power":
         yield ("query", index, "push_epsilon"), (
-            "push_epsilon is the tolerance of the push walk; set walk: push, or leave "
-            "push_epsilon out")
+            "push_epsilon is the tolerance of the push walk; set walk: push or auto, or "
+            "leave push_epsilon out")
     if entry.get("question_mentions") and not parses(method_of(spec["extraction"])):
         yield ("query", index, "question_mentions"), (
             "question_mentions finds mentions with the nlp extraction's spaCy pipeline; set "

@@ -17,13 +17,15 @@ from kgrag.retrieval.fusion import FusionStrategy
 from kgrag.retrieval.ppr import PprStrategy
 from kgrag.retrieval.ppr_search import PprSearch
 from kgrag.retrieval.units import Units
+from kgrag.retrieval.walk_params import PUSH_PAST, walk_of
 from kgrag.steps.retrieve import load_strategy
 from tests.conftest import SHARED_DATA, write_spec
 from tests.pipeline.test_pipeline_ppr import run_cli
 from tests.retrieval.test_retrieval_bm25_fusion import eager_rrf
 from tests.standin import RuleLLM, open_with, run_with
 
-QUERY = [{"name": "power", "strategy": "ppr", "entities": "ents", "budget_tokens": 600},
+QUERY = [{"name": "power", "strategy": "ppr", "entities": "ents", "walk": "power",
+          "budget_tokens": 600},
          {"name": "push", "strategy": "ppr", "entities": "ents", "walk": "push",
           "budget_tokens": 600},
          {"name": "fine", "strategy": "ppr", "entities": "ents", "walk": "push",
@@ -102,19 +104,29 @@ def test_walk_and_push_epsilon_join_the_fingerprint_and_the_power_walk_keeps_its
     assert configs["fine"]["push_epsilon"] == 1e-9
     prints = {steps[f"retrieve.{name}"].fingerprint for name in configs}
     assert len(prints) == 3
-    # walk: power written out is the power walk left out: the same fingerprint
+    # walk: power written out keeps the fingerprint of a landed spec that left the walk
+    # out; left out now, it is auto, with a fingerprint of its own
     sections = {k: v for k, v in json.loads(spec.read_text()).items() if k != "name"}
-    explicit = write_spec(spec.parent.parent, "push",
-                          **{**sections, "query": [{**QUERY[0], "walk": "power"}]})
-    again = {s.name: s for s in api.open_session(explicit).plan.steps}
-    assert again["retrieve.power"].fingerprint == steps["retrieve.power"].fingerprint
+    left_out = {k: v for k, v in QUERY[0].items() if k != "walk"}
+    auto = write_spec(spec.parent.parent, "push", **{**sections, "query": [left_out]})
+    again = {s.name: s for s in api.open_session(auto).plan.steps}
+    assert again["retrieve.power"].config["strategy"]["walk"] == "auto"
+    assert again["retrieve.power"].fingerprint != steps["retrieve.power"].fingerprint
+
+
+def test_auto_walks_by_power_up_to_its_threshold_and_pushes_past_it() -> None:
+    assert walk_of({"walk": "auto"}, PUSH_PAST) == "power"
+    assert walk_of({"walk": "auto"}, PUSH_PAST + 1) == "push"
+    assert walk_of({}, 10 * PUSH_PAST) == "power"  # a landed spec's power walk, dropped
+    assert walk_of({"walk": "push"}, 10) == "push"
 
 
 @pytest.mark.parametrize("entry, message", [
     ({"walk": "local"}, "walk"),
     ({"walk": "push", "push_epsilon": 0}, "push_epsilon"),
     ({"walk": "push", "push_epsilon": 1.5}, "push_epsilon"),
-    ({"push_epsilon": 0.001}, "push_epsilon is the tolerance of the push walk; set walk: push"),
+    ({"walk": "power", "push_epsilon": 0.001},
+     "push_epsilon is the tolerance of the push walk; set walk: push or auto"),
 ])
 def test_bad_walk_settings_exit_2_with_one_message(project: Path, capsys, entry, message):
     query = [{"name": "p", "strategy": "ppr", "entities": "ents", **entry}]
