@@ -16,6 +16,7 @@ from kgrag.contents.chunks import read_chunks
 from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.contents.extraction import read_counts
+from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.session import Session
 from tests.conftest import write_spec
 from tests.corpus.own_docs import PAGES
@@ -86,4 +87,10 @@ def test_a_grown_folder_is_rebuilt_from_what_still_holds_into_the_cold_builds_ta
     built = tables(cold)
     for name, table in built.items():
         assert grown[name].equals(table), name
+    # the chunks taken from the earlier artefact still name their parses, so a bundle of
+    # the grown run ships every call a replay from scratch makes
+    grown_calls, cold_calls = (
+        set(json.loads((run.artefact("extract.kg") / CALLS_RECORD).read_text()))
+        for run in (after, cold))
+    assert grown_calls == cold_calls
     assert {Path(f).name for f in grown["chunks"]["file"]} == {p.name for p in folder.iterdir()}
