@@ -34,7 +34,7 @@ from kgrag.corpus.bounds import html_refusal, zip_refusal
 from kgrag.corpus.hyphens import rejoin_line_ends, spell_out_ligatures
 
 # Bump when a converter changes what it returns: cached conversions carry the version.
-CONVERTER_VERSION = "2"
+CONVERTER_VERSION = "3"
 
 FAILURES = {
     "encrypted": "an encrypted PDF that opens only with a password",
@@ -59,6 +59,10 @@ _HTML_LAYOUT = _HTML_BLOCKS | {"body", "div", "section", "article", "main", "hea
                                "aside", "nav", "form", "table", "tr", "ul", "ol", "dl",
                                "figure", "address", "details", "summary"}
 _HTML_SKIPPED = ["script", "style", "noscript", "template", "head"]
+# What a documentation generator writes after a heading or a definition as its permalink
+# (Sphinx's "¶", MkDocs' "¶" or "#", others' "§" or a link symbol): an anchor into the
+# page with this text alone is a button, not words of the document.
+_PERMALINK_MARKS = frozenset({"¶", "#", "§", "🔗", "\uf0c1"})
 
 
 class Unreadable(Exception):
@@ -153,17 +157,22 @@ def _html(data: bytes) -> Converted:
     title_node = tree.css_first("title")
     title = _one_line(title_node.text()) if title_node is not None else None
     tree.strip_tags(_HTML_SKIPPED)
+    for anchor in tree.css('a[href^="#"]'):
+        if anchor.text(strip=True) in _PERMALINK_MARKS:
+            anchor.decompose()
     root = tree.body or tree.root
     runs: list[tuple[Any, list[str]]] = []  # (block element, its texts)
     owners: dict[int, Any] = {}
     for node in ([] if root is None else root.traverse(include_text=True)):
         content = node.text_content
-        if node.tag != "-text" or content is None or not content.strip():
+        if node.tag != "-text" or content is None:
             continue
         owner = _block_of(node, owners)
         if runs and runs[-1][0].mem_id == owner.mem_id:
+            # a space between two inline elements ("<b>a</b> <i>b</i>", a highlighted
+            # code line's tokens) is the text's own: it parts their words
             runs[-1][1].append(content)
-        else:
+        elif content.strip():
             runs.append((owner, [content]))
     blocks, heading = [], None
     for owner, texts in runs:

@@ -104,6 +104,31 @@ def test_an_html_page_gives_its_blocks_without_scripts_or_styles():
     assert converted.title == "Cities of France"
 
 
+def test_an_html_pages_permalink_anchors_are_no_words_of_it():
+    """Sphinx writes a "¶" link after every heading and definition (the Python docs do);
+    a "¶" that is the page's text stays."""
+    page = ('<h1>heapq<a class="headerlink" href="#module-heapq">¶</a></h1>'
+            '<dl><dt>heapq.heappush(heap, item)<a class="headerlink" href="#heapq.heappush">'
+            '¶</a></dt><dd>Push the value item onto the heap.</dd></dl>'
+            '<h2>Notes<a href="#notes">#</a></h2><p>A pilcrow (¶) marks a paragraph; '
+            '<a href="#notes">see the notes</a>.</p>')
+    converted = convert(page.encode(), ".html")
+    assert [(b.text, b.heading) for b in converted.blocks] == [
+        ("heapq", "heapq"), ("heapq.heappush(heap, item)", "heapq"),
+        ("Push the value item onto the heap.", "heapq"), ("Notes", "Notes"),
+        ("A pilcrow (¶) marks a paragraph; see the notes.", "Notes")]
+
+
+def test_the_spaces_between_inline_elements_part_their_words():
+    """Between two links of a paragraph, or the highlighted tokens of a code line (as
+    Sphinx writes them), the only text is a space: it stays."""
+    page = ('<p><a href="/paris">Paris</a> <a href="/france">France</a></p>'
+            '<pre><span class="kn">import</span> <span class="nn">secrets</span>\n'
+            '<span class="n">url</span> <span class="o">=</span> <span>1</span></pre>')
+    converted = convert(page.encode(), ".html")
+    assert [b.text for b in converted.blocks] == ["Paris France", "import secrets\nurl = 1"]
+
+
 def test_markdown_is_kept_as_written_and_cut_at_its_headings():
     text = "# Lyon\n\nLyon lies on the Rhone.\n\n## Food\nLyon is known for its food."
     converted = convert(text.encode(), ".md")
