@@ -7,8 +7,9 @@ span of the context it was handed for most questions. Extractive answering
 is text of a unit and can cite it.
 
 The candidates come from spaCy's parse of each unit (the bundled ``en_core_web_sm``):
-named entities, noun chunks without their leading determiner, numbers, and the unit's
-title. A span of lone letters ("s" of "2,814 s") is left out: a free answer that shares
+named entities, noun chunks without their leading determiner, numbers, the unit's
+title, and the names of code it writes (dotted, snake_case or called names, which
+spaCy's tokens do not cut out: ``heapq.heappushpop(heap`` is one token). A span of lone letters ("s" of "2,814 s") is left out: a free answer that shares
 only that letter with it snapped to it. A span whose words all occur in the question is
 left out (a question rarely asks for what it names), except in a choice question ("…, A or B?"), whose answer is one of
 the names it gives. Before the LLM sees them, the candidates are ranked by a cheap prior,
@@ -46,8 +47,18 @@ _ASKED = (
     (re.compile(r"\b(where|which (city|country|state|town|county|region|continent)|what "
                 r"(city|country|state|town|county|region|continent))\b"),
      {"GPE", "LOC", "FAC"}),
+    (re.compile(r"\b(which|what) (\w+ )?(function|method|class|module|attribute|parameter|"
+                r"argument|exception|option|command|flag|variable|constant|keyword)s?\b"),
+     {"CODE"}),
 )
 _DROP = str.maketrans("", "", string.punctuation)
+# A name of code: dotted from a lower-case name, each later part lower-case or with a
+# capital inside (``json.dumps``, ``textwrap.TextWrapper``; not "U.S", "Ph.D" or the
+# "election.The" of a lost space), snake_case (``bisect_left``) or a lower-case name
+# called (``dedent(``; not 2Wiki's "Copping(born …"), not inside a path, an address or a
+# longer dotted name.
+_CODE = re.compile(r"(?<![\w./@:-])(?:[a-z_]\w+(?:\.(?:[a-z_]\w+|[A-Z]\w*[A-Z_]\w*))+"
+                   r"|[A-Za-z]\w*_\w*[A-Za-z0-9]|[a-z_]\w*(?=\())(?![\w/@])")
 _STOP = {"a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "and", "or", "is",
          "was", "are", "were", "what", "which", "who", "whom", "whose", "when", "where",
          "how", "did", "does", "do", "that", "this", "with", "from", "as", "its", "their",
@@ -104,10 +115,11 @@ def _nlp() -> Any:
 
 
 def _trimmed(span: Any) -> Any:
-    """A span without its leading determiner or possessive ("the", "his") or trailing
-    punctuation."""
+    """A span without its leading determiner, possessive ("the", "his") or punctuation
+    (", cls"), or its trailing punctuation."""
     start = span.start
-    while start < span.end - 1 and span.doc[start].dep_ in ("det", "poss", "predet"):
+    while start < span.end - 1 and (span.doc[start].dep_ in ("det", "poss", "predet")
+                                    or span.doc[start].is_punct):
         start += 1
     end = span.end
     while end > start + 1 and span.doc[end - 1].is_punct:
@@ -139,8 +151,9 @@ def candidates(units: Sequence[str], question: str, limit: int | None,
         title = units[index].split("\n", 1)[0]
         if title.startswith("# ") and doc.char_span(2, len(title)) is not None:
             spans.insert(0, (doc.char_span(2, len(title)), "TITLE"))
-        for span, label in spans:
-            text = span.text.strip()
+        named = [(span.text.strip(), span, label) for span, label in spans]
+        named += _code_names(doc)
+        for text, span, label in named:
             key = " ".join(words(text))
             if not key or key in found or text.startswith("#") or "\n" in text:
                 continue
@@ -158,6 +171,25 @@ def candidates(units: Sequence[str], question: str, limit: int | None,
             found[key] = Candidate(text, index, label,
                                    (float(label in asked.asked), float(near), -float(index)))
     return sorted(found.values(), key=lambda c: c.prior, reverse=True)[:limit]
+
+
+def _code_names(doc: Any) -> list[tuple[str, Any, str]]:
+    """The names of code a unit writes (``heapq.heappushpop``, ``bisect_left``,
+    ``dedent(`` …), and a dotted name's first and last parts (its module, its own name),
+    each with the span of tokens around it (spaCy's tokens hold ``heapq.heappushpop(heap``
+    whole, so no entity or noun chunk gives the name itself): what a question about a
+    library's documentation asks for."""
+    out = []
+    for match in _CODE.finditer(doc.text):
+        parts = [(match.start(), match.group())]
+        if "." in match.group():
+            first, last = match.group().split(".", 1)[0], match.group().rsplit(".", 1)[1]
+            parts += [(match.start(), first), (match.end() - len(last), last)]
+        for start, name in parts:
+            span = doc.char_span(start, start + len(name), alignment_mode="expand")
+            if span is not None:
+                out.append((name, span, "CODE"))
+    return out
 
 
 def occurrence(span: str, text: str, *, ignore_case: bool = False) -> tuple[int, int] | None:

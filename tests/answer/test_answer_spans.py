@@ -81,3 +81,22 @@ def test_a_lone_letter_is_no_candidate_but_a_lone_digit_is():
     found = [c.text for c in candidates(units, "How long did the cold build take?", None)]
     assert "s" not in found
     assert {"2,814 s", "956.2", "2"} <= set(found)
+
+
+def test_the_names_of_code_a_unit_writes_are_candidates():
+    """A library's documentation answers "which function …" with a name spaCy's tokens do
+    not cut out ("heapq.heappushpop(heap" is one token): a free answer "median_grouped()"
+    found no candidate sharing a word and the scored fallback chose the page's title."""
+    units = [("# heapq\nheapq.heappushpop(heap, item) Push item on the heap, then pop and "
+              "return the smallest item. See also bisect_left and textwrap.TextWrapper; "
+              "call dedent(text) first, e.g. as the U.S. docs and the Ph.D. notes do."),
+             "# Tom Copping\nTom Copping(born 1950) won the election.The party lost."]
+    found = candidates(units, "Which heapq function pushes an item on the heap and then "
+                       "pops and returns the smallest item?", None)
+    texts = [c.text for c in found]
+    assert {"heapq.heappushpop", "heappushpop", "bisect_left", "textwrap.TextWrapper",
+            "TextWrapper", "textwrap", "dedent"} <= set(texts)
+    assert not {"U.S", "Ph.D", "e.g", "Copping", "election.The"} & set(texts)
+    assert found[0].label == "CODE"  # "which … function" asks for a name of code
+    for candidate in found:
+        assert candidate.text in units[candidate.unit]
