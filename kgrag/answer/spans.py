@@ -115,11 +115,10 @@ def _nlp() -> Any:
 
 
 def _trimmed(span: Any) -> Any:
-    """A span without its leading determiner, possessive ("the", "his") or punctuation
-    (", cls"), or its trailing punctuation."""
+    """A span without its leading determiner or possessive ("the", "his") or trailing
+    punctuation."""
     start = span.start
-    while start < span.end - 1 and (span.doc[start].dep_ in ("det", "poss", "predet")
-                                    or span.doc[start].is_punct):
+    while start < span.end - 1 and span.doc[start].dep_ in ("det", "poss", "predet"):
         start += 1
     end = span.end
     while end > start + 1 and span.doc[end - 1].is_punct:
@@ -168,6 +167,8 @@ def candidates(units: Sequence[str], question: str, limit: int | None,
             near = len(asked.content & set(words(span.sent.text)))
             if span.start_char < len(title):  # a span of the title line: the unit's name
                 label = "TITLE" if label == "NOUN" else label
+            if label != "CODE":  # what a person reads: "cls", not ", cls" (the same words)
+                text = text.lstrip(string.punctuation + " ")
             found[key] = Candidate(text, index, label,
                                    (float(label in asked.asked), float(near), -float(index)))
     return sorted(found.values(), key=lambda c: c.prior, reverse=True)[:limit]
