@@ -9,8 +9,9 @@ is text of a unit and can cite it.
 The candidates come from spaCy's parse of each unit (the bundled ``en_core_web_sm``):
 named entities, noun chunks without their leading determiner, numbers, the unit's
 title, and the names of code it writes (dotted, snake_case or called names, which
-spaCy's tokens do not cut out: ``heapq.heappushpop(heap`` is one token). A span of lone letters ("s" of "2,814 s") is left out: a free answer that shares
-only that letter with it snapped to it. A span whose words all occur in the question is
+spaCy's tokens do not cut out: ``heapq.heappushpop(heap`` is one token). A span of lone
+letters ("s" of "2,814 s") is left out: a free answer that shares only that letter with
+it snapped to it. A span whose words all occur in the question is
 left out (a question rarely asks for what it names), except in a choice question ("…, A or B?"), whose answer is one of
 the names it gives. Before the LLM sees them, the candidates are ranked by a cheap prior,
 the answer type the question's wh-word asks for (who → a person, when → a date …) first,

@@ -82,5 +82,5 @@ def counts_frame(extractions: Iterable[Extraction]) -> pl.DataFrame:
           **asdict(x.counts)} for x in extractions],
         schema={"chunk_id": pl.String, "attempts": pl.Int64, "error": pl.String,
                 "entities": pl.Int64, "relationships": pl.Int64,
-                **{name: pl.Int64 for name in (f.name for f in dataclass_fields(ExtractionCounts))}})
+                **{f.name: pl.Int64 for f in dataclass_fields(ExtractionCounts)}})
 
