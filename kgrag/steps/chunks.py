@@ -35,7 +35,7 @@ def chunk(ctx: StepContext) -> None:
     sections = read_sections(ctx.input("corpus"))
     digests = document_digests(documents, sections)
     earlier = ctx.earlier
-    kept = None if earlier is None else read_kept(earlier, digests)
+    kept = ctx.from_earlier(lambda folder: read_kept(folder, digests))
     todo = documents if kept is None else documents.filter(
         ~pl.col("doc_id").is_in(kept["doc_id"].unique().implode()))
     if kept is None or earlier is None:

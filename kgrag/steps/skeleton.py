@@ -88,7 +88,7 @@ def extract_core(ctx: StepContext) -> None:
     keyed = None if method.keys is None else pl.DataFrame(
         {"chunk_id": [c.chunk_id for c in chunks], "key": method.keys(chunks, ctx)})
     earlier = None if keyed is None else ctx.earlier
-    kept = None if earlier is None or keyed is None else read_members(earlier, keyed)
+    kept = None if keyed is None else ctx.from_earlier(lambda f: read_members(f, keyed))
     if kept is not None and earlier is not None:  # chunks the earlier build extracted
         ctx.models.cache.relied_on(kept.counts["key"].to_list())
         taken = set(kept.counts["chunk_id"].to_list())

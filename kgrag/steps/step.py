@@ -10,6 +10,7 @@ use (a spec names sections, never Python code).
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 from kgrag.progress import progress
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 # Inside every artefact folder: the manifest record of the run that built it (wall time,
@@ -58,8 +60,23 @@ class StepContext:
         """The newest intact artefact of this step in the run folder built with the same
         settings over other inputs (``kgrag.pipeline.runner.earlier_artefact``), looked for
         when first asked: a step that can update what it built before its inputs changed,
-        rather than build it anew, reads there what still holds."""
+        rather than build it anew, reads there what still holds (``from_earlier``)."""
         return self.find_earlier()
+
+    def from_earlier(self, read: Callable[[Path], R]) -> R | None:
+        """``read(earlier)``, or None when there is no earlier artefact or it cannot be
+        read (a file damaged in a way its listing did not show): reusing it is a shortcut,
+        and a shortcut missed is said once and costs the work it would have saved, never
+        the step."""
+        earlier = self.earlier
+        if earlier is None:
+            return None
+        try:
+            return read(earlier)
+        except Exception as exc:  # noqa: BLE001 - whatever a damaged file raises, polars or LanceDB
+            log.warning("%s: what %s holds cannot be read (%s); building it anew",
+                        self.step.name, earlier.name, exc)
+            return None
 
     @property
     def config(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ all the rest of `kgrag validate`.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,8 @@ from kgrag.errors import KgragError
 
 if TYPE_CHECKING:
     import lancedb
+
+log = logging.getLogger(__name__)
 
 
 # An ANN index's search settings, beside its table: how the index was built and how it
@@ -71,7 +74,13 @@ class VectorTable:
         vectors = vectors.astype(np.float32)
         indexed = ann is not None and len(ids) > ann["min_rows"]
         if indexed and earlier is not None:
-            folded = cls._fold(folder, name, earlier, ids, vectors)
+            try:
+                folded = cls._fold(folder, name, earlier, ids, vectors)
+            except Exception as exc:  # noqa: BLE001 - a damaged earlier table: a shortcut missed
+                log.warning("the table %s cannot be grown (%s); building it anew",
+                            earlier / name, exc)
+                shutil.rmtree(folder / f"{name}.lance", ignore_errors=True)
+                folded = None
             if folded is not None:
                 return folded
         table = lancedb.connect(str(folder)).create_table(name, data=_rows(ids, vectors))
@@ -114,8 +123,7 @@ class VectorTable:
             table.add(_rows([ids[n] for n in new], vectors[new]))
         table.optimize()
         if sum(index.num_unindexed_rows or 0 for index in table.list_indices()):
-            raise KgragError(f"the index of {earlier / name} could not take the new rows; "
-                             f"remove {earlier} to build it anew")
+            raise KgragError("its index did not take the new rows")
         shutil.copyfile(earlier / f"{name}{ANN_SUFFIX}", folder / f"{name}{ANN_SUFFIX}")
         return cls(table, before.ann, len(new))
 

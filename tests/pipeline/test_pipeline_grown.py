@@ -94,3 +94,30 @@ def test_a_grown_folder_is_rebuilt_from_what_still_holds_into_the_cold_builds_ta
         for run in (after, cold))
     assert grown_calls == cold_calls
     assert {Path(f).name for f in grown["chunks"]["file"]} == {p.name for p in folder.iterdir()}
+
+
+def test_an_earlier_build_that_cannot_be_read_costs_the_shortcut_not_the_run(
+        project: Path, monkeypatch, caplog) -> None:
+    """Damage that an artefact's listing does not show (its large files are checked by
+    size): the rerun says so once per step and builds those steps anew."""
+    folder = project / "documents"
+    folder.mkdir()
+    pages = [p for p in PAGES if p.name != ADDED]
+    for page in pages[:3]:
+        shutil.copyfile(page, folder / page.name)
+    spec = write_spec(project, "grown", **SECTIONS)
+    api.run(spec)
+    shutil.copyfile(pages[3], folder / pages[3].name)
+
+    def unreadable(*args):
+        raise OSError("not a parquet file")
+
+    monkeypatch.setattr("kgrag.steps.chunks.read_kept", unreadable)
+    monkeypatch.setattr("kgrag.steps.skeleton.read_members", unreadable)
+    api.run(spec)
+    after = api.open_session(spec)
+    assert "reused_documents" not in notes(after, "chunks")
+    assert "reused_chunks" not in notes(after, "extract.kg")
+    for step in ("chunks", "extract.kg"):
+        assert f"{step}: what {step}-" in caplog.text
+    assert read_chunks(after.artefact("chunks"))["file"].n_unique() == 4

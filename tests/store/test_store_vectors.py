@@ -116,3 +116,19 @@ def test_a_table_grown_by_more_than_the_fold_share_or_from_a_flat_one_is_built_a
     built = VectorTable.create(tmp_path / "past", "chunks", ids[:120], vectors[:120], HNSW,
                                earlier=tmp_path / "flat")
     assert built.folded is None and built.ann is not None
+
+
+def test_an_earlier_table_that_cannot_be_read_is_built_anew(tmp_path: Path, caplog) -> None:
+    """Damage its listing did not show (a data file cut short): the fold fails, leaves
+    nothing behind, and the table is built as if there were no earlier one."""
+    vectors = clustered(640)
+    ids = [f"c{i}" for i in range(640)]
+    VectorTable.create(tmp_path / "before", "chunks", ids[:600], vectors[:600], HNSW)
+    for data in (tmp_path / "before" / "chunks.lance" / "data").iterdir():
+        data.write_bytes(data.read_bytes()[:100])
+    table = VectorTable.create(tmp_path / "after", "chunks", ids, vectors, HNSW,
+                               earlier=tmp_path / "before")
+    assert table.folded is None and "cannot be grown" in caplog.text
+    got_ids, got = VectorTable.open(tmp_path / "after", "chunks").rows()
+    assert got_ids == ids and np.array_equal(got, vectors)
+    assert table.search(vectors[620], 1)[0][0] == "c620"
