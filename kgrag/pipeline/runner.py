@@ -117,8 +117,10 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
         write_listing(tmp)  # last, so that it lists every file the artefact holds
     _publish(kind, final, run_dir)
     verb = "rebuilt" if "damaged" in record else "ran"
+    earlier = ctx.notes.get("reused_from")  # a step that started from its earlier artefact
     echo(f"  {step.name:<24} {verb} in {wall:.1f}s  (llm calls {llm['calls']}, "
-         f"cache hits {llm['cache_hits']}; embeddings {embed['calls']}, hits {embed['cache_hits']})")
+         f"cache hits {llm['cache_hits']}; embeddings {embed['calls']}, hits {embed['cache_hits']}"
+         f"{f'; started from {earlier}' if earlier else ''})")
     return record
 
 

@@ -20,5 +20,5 @@ def dense_index(ctx: StepContext) -> None:
                         ctx.config.get("ann"), ctx.earlier)
     ctx.notes.update(vectors=len(texts), dim=int(vectors.shape[1]),
                      **({"ann": table.ann["index"]} if table.ann else {}),
-                     **({"folded_rows": table.folded, "folded_into": ctx.earlier.name}
+                     **({"folded_rows": table.folded, "reused_from": ctx.earlier.name}
                         if table.folded is not None and ctx.earlier else {}))

@@ -62,9 +62,12 @@ def test_a_grown_folder_is_rebuilt_from_what_still_holds_into_the_cold_builds_ta
     with (folder / EDITED).open("a", encoding="utf-8") as page:
         page.write("\n\nA paragraph added later names Copenhagen and the Danube.\n")
     (folder / REMOVED).unlink()
-    api.run(spec)
+    said: list[str] = []
+    api.run(spec, echo=said.append)
     after = api.open_session(spec)
     grown = tables(after)
+    started = [line.split()[0] for line in said if "; started from " in line]
+    assert started == ["chunks", "extract.kg", "dense"]  # the run says what it reused
 
     # each step started from its earlier artefact, and did only the new work
     kept_pages = len(PAGES) - 3  # all but the added, the edited and the removed page
