@@ -11,14 +11,15 @@ named entities, noun chunks without their leading determiner, numbers, the unit'
 title, and the names of code it writes (dotted, snake_case or called names, which
 spaCy's tokens do not cut out: ``heapq.heappushpop(heap`` is one token). A span of lone
 letters ("s" of "2,814 s") is left out: a free answer that shares only that letter with
-it snapped to it. A span whose words all occur in the question is
-left out (a question rarely asks for what it names), except in a choice question ("…, A or B?"), whose answer is one of
-the names it gives. Before the LLM sees them, the candidates are ranked by a cheap prior,
-the answer type the question's wh-word asks for (who → a person, when → a date …) first,
-then how many of the question's words share a sentence with the span, then the unit's rank;
-a free answer snaps to the first of the nearest, and only the best ``limit`` are scored by
-the LLM. A yes/no question ("Is …", "Did …") is
-answered yes or no: those answers are judgements, not spans, and cite nothing.
+it snapped to it. A span whose words all occur in the question is left out (a question
+rarely asks for what it names), except in a choice question ("…, A or B?"), whose answer
+is one of the names it gives. Before the LLM sees them, the candidates are ranked by a
+cheap prior, the answer type the question's wh-word asks for (who → a person, when → a
+date, which function → a name of code …) first, then how many of the question's words
+share a sentence with the span, then the unit's rank; a free answer snaps to the first of
+the nearest, and only the best ``limit`` are scored by the LLM. A yes/no question ("Is …",
+"Did …") is answered yes or no: those answers are judgements, not spans, and cite
+nothing.
 """
 
 from __future__ import annotations

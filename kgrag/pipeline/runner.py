@@ -130,6 +130,8 @@ def earlier_artefact(run_dir: Path, step: Step) -> Path | None:
     inputs changed (documents added to the corpus), or None."""
     earlier = []
     for folder in run_dir.glob(f"{step.name}-*"):
+        if folder.is_symlink() or any(p.is_symlink() for p in folder.rglob("*")):
+            continue  # kgrag writes no link: what one points at is not this run's to read
         try:
             record = json.loads((folder / BUILD_RECORD).read_text())
         except (OSError, ValueError):

@@ -34,15 +34,13 @@ def chunk(ctx: StepContext) -> None:
     documents = read_documents(ctx.input("corpus"))
     sections = read_sections(ctx.input("corpus"))
     digests = document_digests(documents, sections)
-    earlier = ctx.earlier
-    kept = ctx.from_earlier(lambda folder: read_kept(folder, digests))
+    kept = ctx.from_earlier(lambda earlier: read_kept(earlier, digests))
     todo = documents if kept is None else documents.filter(
         ~pl.col("doc_id").is_in(kept["doc_id"].unique().implode()))
-    if kept is None or earlier is None:
+    if kept is None:
         chunks = _cut(ctx, todo, sections)
     else:  # the documents the earlier build cut, as it cut them, then the others
-        ctx.notes.update(reused_documents=documents.height - todo.height,
-                         reused_from=earlier.name)
+        ctx.notes["reused_documents"] = documents.height - todo.height
         order = documents.select("doc_id").with_row_index("position")
         chunks = (pl.concat([kept, _cut(ctx, todo, sections)]) if todo.height else kept).join(
             order, on="doc_id").sort("position", "idx").drop("position")

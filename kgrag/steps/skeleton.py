@@ -87,13 +87,12 @@ def extract_core(ctx: StepContext) -> None:
     method = method_of(ctx.config)
     keyed = None if method.keys is None else pl.DataFrame(
         {"chunk_id": [c.chunk_id for c in chunks], "key": method.keys(chunks, ctx)})
-    earlier = None if keyed is None else ctx.earlier
     kept = None if keyed is None else ctx.from_earlier(lambda f: read_members(f, keyed))
-    if kept is not None and earlier is not None:  # chunks the earlier build extracted
+    if kept is not None:  # the chunks the earlier build extracted
         ctx.models.cache.relied_on(kept.counts["key"].to_list())
         taken = set(kept.counts["chunk_id"].to_list())
         chunks = [c for c in chunks if c.chunk_id not in taken]
-        ctx.notes.update(reused_chunks=len(taken), reused_from=earlier.name)
+        ctx.notes["reused_chunks"] = len(taken)
     recorded: list[pl.DataFrame] = []  # each batch's counts, as the merge reads it
     entity_parts, relationship_parts = member_parts(
         method.extract(chunks, ctx.config, ctx),
@@ -106,8 +105,9 @@ def extract_core(ctx: StepContext) -> None:
             relationship_parts.insert(0, kept.relationships)
             counts = keyed.select("chunk_id").join(pl.concat([kept.counts, counts]),
                                                    on="chunk_id", maintain_order="left")
-        write_members(ctx.out_dir, entity_parts or [member_frames([])[0]],
-                      relationship_parts or [member_frames([])[1]])
+        no_entities, no_relationships = member_frames([])  # the schemas, for no chunk
+        write_members(ctx.out_dir, entity_parts or [no_entities],
+                      relationship_parts or [no_relationships])
     entities, relationships = merge_members(entity_parts, relationship_parts)
     write_extraction(ctx.out_dir, counts, entities, relationships)
     ctx.notes.update(**_extraction_notes(counts), entities=entities.height,

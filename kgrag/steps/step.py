@@ -63,20 +63,24 @@ class StepContext:
         rather than build it anew, reads there what still holds (``from_earlier``)."""
         return self.find_earlier()
 
-    def from_earlier(self, read: Callable[[Path], R]) -> R | None:
-        """``read(earlier)``, or None when there is no earlier artefact or it cannot be
-        read (a file damaged in a way its listing did not show): reusing it is a shortcut,
-        and a shortcut missed is said once and costs the work it would have saved, never
-        the step."""
+    def from_earlier(self, read: Callable[[Path], R | None]) -> R | None:
+        """``read(earlier)``, None where it is None (nothing there to take), where there is
+        no earlier artefact, or where it cannot be read (a file damaged in a way its
+        listing did not show): reusing it is a shortcut, and a shortcut missed is said once
+        and costs the work it would have saved, never the step. What was taken is noted
+        (``reused_from``: ``kgrag run`` says that the step started from it)."""
         earlier = self.earlier
         if earlier is None:
             return None
         try:
-            return read(earlier)
+            taken = read(earlier)
         except Exception as exc:  # noqa: BLE001 - whatever a damaged file raises, polars or LanceDB
             log.warning("%s: what %s holds cannot be read (%s); building it anew",
                         self.step.name, earlier.name, exc)
             return None
+        if taken is not None:
+            self.notes["reused_from"] = earlier.name
+        return taken
 
     @property
     def config(self) -> dict[str, Any]:

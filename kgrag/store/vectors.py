@@ -12,7 +12,6 @@ all the rest of `kgrag validate`.
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,8 +22,6 @@ from kgrag.errors import KgragError
 
 if TYPE_CHECKING:
     import lancedb
-
-log = logging.getLogger(__name__)
 
 
 # An ANN index's search settings, beside its table: how the index was built and how it
@@ -57,34 +54,19 @@ class VectorTable:
 
     def __init__(self, table: lancedb.table.Table, ann: dict[str, Any] | None = None,
                  folded: int | None = None) -> None:
-        # folded: the rows added to an earlier table's index (``_fold``), None if built
+        # folded: the rows added to an earlier table's index (``grow``), None if built
         self._table, self.ann, self.folded = table, ann, folded
 
     @classmethod
     def create(cls, folder: Path, name: str, ids: list[str], vectors: np.ndarray,
-               ann: dict[str, Any] | None = None, earlier: Path | None = None
-               ) -> VectorTable:
-        """The table of ``ids`` and ``vectors``, indexed as ``ann`` says. ``earlier``, a
-        folder whose table ``name`` was made with the same ``ann`` over other rows, may
-        be grown instead (``_fold``); the rows are the same either way."""
+               ann: dict[str, Any] | None = None) -> VectorTable:
         if len(ids) != len(vectors) or not ids:
             raise KgragError(f"cannot index {len(ids)} ids with {len(vectors)} vectors")
         import lancedb
 
-        vectors = vectors.astype(np.float32)
-        indexed = ann is not None and len(ids) > ann["min_rows"]
-        if indexed and earlier is not None:
-            try:
-                folded = cls._fold(folder, name, earlier, ids, vectors)
-            except Exception as exc:  # noqa: BLE001 - a damaged earlier table: a shortcut missed
-                log.warning("the table %s cannot be grown (%s); building it anew",
-                            earlier / name, exc)
-                shutil.rmtree(folder / f"{name}.lance", ignore_errors=True)
-                folded = None
-            if folded is not None:
-                return folded
-        table = lancedb.connect(str(folder)).create_table(name, data=_rows(ids, vectors))
-        if ann is None or not indexed:
+        data = _rows(ids, vectors.astype(np.float32))
+        table = lancedb.connect(str(folder)).create_table(name, data=data)
+        if ann is None or len(ids) <= ann["min_rows"]:
             return cls(table)
         _build_index(table, ann)
         search = {key: ann[key] for key in SEARCH_KEYS if key in ann}
@@ -92,17 +74,22 @@ class VectorTable:
         return cls(table, search)
 
     @classmethod
-    def _fold(cls, folder: Path, name: str, earlier: Path, ids: list[str],
-              vectors: np.ndarray) -> VectorTable | None:
-        """``earlier``'s indexed table copied, the rows whose id is gone or whose vector
-        changed deleted, the new ones added and folded into its index (LanceDB's
-        ``optimize``, which keeps the partitions the index was trained on): a second
-        or so where building the index takes minutes. None, to build anew, where the
-        earlier table has no index or more than ``FOLD_SHARE`` of the rows are new."""
+    def grow(cls, folder: Path, name: str, earlier: Path, ids: list[str], vectors: np.ndarray,
+             ann: dict[str, Any] | None) -> VectorTable | None:
+        """``create``'s table of ``ids`` and ``vectors`` made from ``earlier``'s (a folder
+        whose table ``name`` was made with the same ``ann`` over other rows): that table
+        copied, the rows whose id is gone or whose vector changed deleted, the new ones
+        added and folded into its index (LanceDB's ``optimize``, which keeps the partitions
+        the index was trained on), a second or so where training the index takes minutes.
+        None, for ``create`` to build it, where ``create`` would make no index or the
+        earlier table has none, or more than ``FOLD_SHARE`` of the rows are new. Whatever
+        fails midway leaves nothing in ``folder``."""
         import lancedb
 
-        if not (earlier / f"{name}{ANN_SUFFIX}").exists():
+        if (ann is None or len(ids) <= ann["min_rows"]
+                or not (earlier / f"{name}{ANN_SUFFIX}").exists()):
             return None
+        vectors = vectors.astype(np.float32)
         before = cls.open(earlier, name)
         old_ids, old_vectors = before.rows()
         at = {i: n for n, i in enumerate(old_ids)}
@@ -113,17 +100,22 @@ class VectorTable:
             return None
         kept = {i for i, unchanged in zip(ids, same) if unchanged}
         gone = [i for i in old_ids if i not in kept]
-        shutil.copytree(earlier / f"{name}.lance", folder / f"{name}.lance")
-        table = lancedb.connect(str(folder)).open_table(name)
-        if gone:
-            quoted = ",".join("'" + i.replace("'", "''") + "'" for i in gone)
-            table.delete(f"id IN ({quoted})")
         new = np.flatnonzero(~same)
-        if len(new):
-            table.add(_rows([ids[n] for n in new], vectors[new]))
-        table.optimize()
-        if sum(index.num_unindexed_rows or 0 for index in table.list_indices()):
-            raise KgragError("its index did not take the new rows")
+        copy = folder / f"{name}.lance"
+        try:
+            shutil.copytree(earlier / f"{name}.lance", copy)
+            table = lancedb.connect(str(folder)).open_table(name)
+            if gone:
+                quoted = ",".join("'" + i.replace("'", "''") + "'" for i in gone)
+                table.delete(f"id IN ({quoted})")
+            if len(new):
+                table.add(_rows([ids[n] for n in new], vectors[new]))
+            table.optimize()
+            if sum(index.num_unindexed_rows or 0 for index in table.list_indices()):
+                raise KgragError(f"the index of {earlier / name} did not take the new rows")
+        except BaseException:
+            shutil.rmtree(copy, ignore_errors=True)
+            raise
         shutil.copyfile(earlier / f"{name}{ANN_SUFFIX}", folder / f"{name}{ANN_SUFFIX}")
         return cls(table, before.ann, len(new))
 

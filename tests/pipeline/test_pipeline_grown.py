@@ -117,10 +117,34 @@ def test_an_earlier_build_that_cannot_be_read_costs_the_shortcut_not_the_run(
 
     monkeypatch.setattr("kgrag.steps.chunks.read_kept", unreadable)
     monkeypatch.setattr("kgrag.steps.skeleton.read_members", unreadable)
+    monkeypatch.setattr("kgrag.steps.dense.grow_dense", unreadable)
     api.run(spec)
     after = api.open_session(spec)
     assert "reused_documents" not in notes(after, "chunks")
     assert "reused_chunks" not in notes(after, "extract.kg")
-    for step in ("chunks", "extract.kg"):
+    assert "folded_rows" not in notes(after, "dense")
+    for step in ("chunks", "extract.kg", "dense"):
         assert f"{step}: what {step}-" in caplog.text
+        assert "reused_from" not in notes(after, step)
     assert read_chunks(after.artefact("chunks"))["file"].n_unique() == 4
+    assert len(open_dense(after.artefact("dense"))) == read_chunks(after.artefact("chunks")).height
+
+
+def test_an_earlier_artefact_holding_a_link_is_not_read(project: Path) -> None:
+    """kgrag writes no symbolic link into an artefact: one that holds a link (to a file
+    outside the run folder) is passed over, so nothing outside is read or copied in."""
+    folder = project / "documents"
+    folder.mkdir()
+    for page in PAGES[:2]:
+        shutil.copyfile(page, folder / page.name)
+    spec = write_spec(project, "grown", **SECTIONS)
+    api.run(spec)
+    before = api.open_session(spec)
+    outside = project / "elsewhere.parquet"
+    outside.write_bytes(b"not the run's")
+    (before.artefact("chunks") / "extra.parquet").symlink_to(outside)
+    shutil.copyfile(PAGES[2], folder / PAGES[2].name)
+    api.run(spec)
+    after = api.open_session(spec)
+    assert "reused_from" not in notes(after, "chunks")
+    assert notes(after, "extract.kg")["reused_from"] == before.artefact("extract.kg").name

@@ -89,9 +89,10 @@ def test_a_grown_table_keeps_its_index_and_holds_exactly_the_new_rows(tmp_path: 
     now_ids = ids[5:700]
     now = vectors[5:700].copy()
     now[[10, 20, 30]] = clustered(3, seed=1)
-    table = VectorTable.create(tmp_path / "after", "chunks", now_ids, now, HNSW,
-                               earlier=tmp_path / "before")
-    assert table.folded == 103
+    (tmp_path / "after").mkdir()
+    table = VectorTable.grow(tmp_path / "after", "chunks", tmp_path / "before", now_ids, now,
+                             HNSW)
+    assert table is not None and table.folded == 103
     reopened = VectorTable.open(tmp_path / "after", "chunks")
     got_ids, got = reopened.rows()
     order = np.argsort(got_ids)
@@ -109,26 +110,33 @@ def test_a_table_grown_by_more_than_the_fold_share_or_from_a_flat_one_is_built_a
     vectors = clustered(800)
     ids = [f"c{i}" for i in range(800)]
     VectorTable.create(tmp_path / "indexed", "chunks", ids[:400], vectors[:400], HNSW)
-    grown = VectorTable.create(tmp_path / "twice", "chunks", ids, vectors, HNSW,
-                               earlier=tmp_path / "indexed")
-    assert grown.folded is None and grown.search(vectors[700], 1)[0][0] == "c700"
+    (tmp_path / "twice").mkdir()
+    assert VectorTable.grow(tmp_path / "twice", "chunks", tmp_path / "indexed", ids, vectors,
+                            HNSW) is None
+    assert not list((tmp_path / "twice").iterdir())  # nothing written: create builds it
     VectorTable.create(tmp_path / "flat", "chunks", ids[:90], vectors[:90], HNSW)
-    built = VectorTable.create(tmp_path / "past", "chunks", ids[:120], vectors[:120], HNSW,
-                               earlier=tmp_path / "flat")
-    assert built.folded is None and built.ann is not None
+    assert VectorTable.grow(tmp_path / "twice", "chunks", tmp_path / "flat", ids[:120],
+                            vectors[:120], HNSW) is None
+    # nor is a table grown into one that takes no index
+    assert VectorTable.grow(tmp_path / "twice", "chunks", tmp_path / "indexed", ids[:401],
+                            vectors[:401], None) is None
 
 
-def test_an_earlier_table_that_cannot_be_read_is_built_anew(tmp_path: Path, caplog) -> None:
-    """Damage its listing did not show (a data file cut short): the fold fails, leaves
-    nothing behind, and the table is built as if there were no earlier one."""
+def test_an_earlier_table_that_cannot_be_read_leaves_nothing_and_is_built_anew(
+        tmp_path: Path) -> None:
+    """Damage its listing did not show (a data file cut short): growing fails, leaves
+    nothing behind, and the table is then built as if there were no earlier one (the
+    step says so and builds, ``StepContext.from_earlier``)."""
     vectors = clustered(640)
     ids = [f"c{i}" for i in range(640)]
     VectorTable.create(tmp_path / "before", "chunks", ids[:600], vectors[:600], HNSW)
     for data in (tmp_path / "before" / "chunks.lance" / "data").iterdir():
         data.write_bytes(data.read_bytes()[:100])
-    table = VectorTable.create(tmp_path / "after", "chunks", ids, vectors, HNSW,
-                               earlier=tmp_path / "before")
-    assert table.folded is None and "cannot be grown" in caplog.text
+    (tmp_path / "after").mkdir()
+    with pytest.raises(Exception):  # noqa: B017 - whatever LanceDB raises on a cut file
+        VectorTable.grow(tmp_path / "after", "chunks", tmp_path / "before", ids, vectors, HNSW)
+    assert not list((tmp_path / "after").iterdir())
+    table = VectorTable.create(tmp_path / "after", "chunks", ids, vectors, HNSW)
     got_ids, got = VectorTable.open(tmp_path / "after", "chunks").rows()
     assert got_ids == ids and np.array_equal(got, vectors)
     assert table.search(vectors[620], 1)[0][0] == "c620"
