@@ -52,7 +52,7 @@ def gold_parts(table: pl.DataFrame, chunks: pl.DataFrame) -> list[list[Part]]:
             for docs in table["supporting_doc_ids"].to_list()]
 
 
-@step_kind("answer", "7", max_llm_calls=answered)
+@step_kind("answer", "8", max_llm_calls=answered)
 def answer_questions(ctx: StepContext) -> None:
     questions = read_questions(ctx.input("corpus"))
     retrieved = read_retrieved(ctx.input("retrieve"))
