@@ -5,6 +5,9 @@ artefact keeps the record of the run that built it (``build.json``), so the cost
 a build is reported even when a later run reuses it. ``llm_requests`` counts every
 request the build made, ``llm_calls`` those the model answered and ``cache_hits``
 those the shared call cache did (an extraction another build had already paid for).
+A step that started from its earlier artefact (a rerun after the corpus changed) paid
+only for what changed: ``started_from`` names those artefacts, so that its cost is not
+read as a cold build's.
 """
 
 from __future__ import annotations
@@ -42,11 +45,16 @@ def build_row(graph: str, kind: str, records: Sequence[dict[str, Any] | None]) -
     )
     if complete:
         row["wall_s"] = round(row["wall_s"], 1)
+    started = []
     for record in known:
         notes = record.get("notes", {})
         row.update({key: notes[key] for key in FIGURES if key in notes})
         if "failed_chunks" in notes:
             row["failed_chunks"] = len(notes["failed_chunks"])
+        if "reused_from" in notes:
+            started.append(notes["reused_from"])
+    if started:  # its cost is the rerun's, from these earlier artefacts, not a cold build's
+        row["started_from"] = ", ".join(started)
     return row
 
 

@@ -140,7 +140,13 @@ def _builds(run: RunFolder, builds: list[dict[str, Any]]) -> str:
         folder = run.artefact(step_name(view.artefact, build["graph"]))
         degrees[build["graph"]] = (view.nodes, view.degrees(folder))
     costs = build_costs(builds)  # None: no build cost anything worth a panel
-    return ("<h3>Cost when built</h3>" + ("" if costs is None else _figure(costs, "build-cost"))
+    started = [build["graph"] for build in builds if build.get("started_from")]
+    rerun = ("" if not started else
+             f'<p class="muted">{escape(", ".join(started))}: started from an earlier build '
+             "of the same settings (started_from), so the cost shown is the rerun's, for what "
+             "changed in the corpus, not a cold build's.</p>")
+    return ("<h3>Cost when built</h3>" + rerun
+            + ("" if costs is None else _figure(costs, "build-cost"))
             + _table(builds, BUILD_COLUMNS)
             + "<h3>What each build made</h3>" + _figure(graph_sizes(builds), "graph-size")
             + "<h3>Degree distribution</h3>"

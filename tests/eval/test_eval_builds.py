@@ -28,6 +28,15 @@ def test_a_build_row_sums_its_steps_and_carries_their_figures() -> None:
                    "relationships": 3}
 
 
+def test_a_build_that_started_from_an_earlier_one_says_so() -> None:
+    """A rerun after the corpus changed paid only for what changed: its row names the
+    earlier artefacts, so that its cost is not read as a cold build's."""
+    row = build_row("kg", "entities", [record(0, 0, 3.2, reused_from="extract.kg-0123",
+                                              entities=9)])
+    assert row["started_from"] == "extract.kg-0123" and row["wall_s"] == 3.2
+    assert "started_from" not in build_row("kg", "entities", [record(0, 0, 90.0)])
+
+
 def test_a_step_without_a_record_makes_the_costs_unknown_not_zero() -> None:
     row = build_row("kw", "bipartite", [None])
     assert row["llm_calls"] is None and row["wall_s"] is None

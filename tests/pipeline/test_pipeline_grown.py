@@ -17,6 +17,7 @@ from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.contents.extraction import read_counts
 from kgrag.pipeline.artefacts import CALLS_RECORD
+from kgrag.report.run_folder import RunFolder
 from kgrag.session import Session
 from tests.conftest import write_spec
 from tests.corpus.own_docs import PAGES
@@ -82,6 +83,10 @@ def test_a_grown_folder_is_rebuilt_from_what_still_holds_into_the_cold_builds_ta
     new_ids = grown["chunks"].filter(~pl.col("chunk_id").is_in(
         first["chunks"]["chunk_id"].implode()))
     assert notes(after, "dense")["folded_rows"] == new_ids.height > new_chunks.height
+    # the report says that the build's cost is the rerun's, not a cold build's
+    build = next(b for b in RunFolder.open(after.run_dir).builds if b["graph"] == "kg")
+    assert build["started_from"] == before.artefact("extract.kg").name
+    assert "started from an earlier build" in api.report(after.run_dir).read_text()
 
     cold_spec = write_spec(project, "cold", **SECTIONS)
     api.run(cold_spec)
