@@ -66,9 +66,10 @@ COLUMNS = ("strategy", "em", "f1", "cited", "citation_precision", "citation_prec
            "min_hops_no_gates", "context_tokens_mean", "retrieval_ms_p50", "retrieval_ms_p95",
            "retrieval_llm_ms_p50", "llm_calls_per_query", "llm_tokens_in", "llm_tokens_out")
 BUILD_COLUMNS = ("graph", "kind", "llm_requests", "llm_calls", "cache_hits", "tokens_in",
-                 "tokens_out", "embeddings", "wall_s", "started_from", "core_chunks", "parsed_first_try",
-                 "failed_chunks", "entities", "relationships", "modules", "gates", "subchunks",
-                 "keywords", "entities_per_chunk", "relationships_per_chunk", "empty_chunks",
+                 "tokens_out", "embeddings", "wall_s", "started_from", "core_chunks",
+                 "parsed_first_try", "failed_chunks", "entities", "relationships", "modules",
+                 "gates", "subchunks", "keywords", "entities_per_chunk",
+                 "relationships_per_chunk", "empty_chunks",
                  "grounded_share", "chunks_per_min", "llm_tokens_per_chunk", "gold_triples",
                  "gold_in_scope", "entity_recall", "triple_recall", "relation_match")
 
