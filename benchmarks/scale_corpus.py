@@ -1,12 +1,14 @@
 """Write a scale corpus from real text only: needle questions with their own paragraphs,
 hidden among distractor passages of real documentation, deterministic for a seed.
 
-    python benchmarks/scale_corpus.py --size 10k [--seed 0] [--out outputs/scale-corpus/10k]
+    python benchmarks/scale_corpus.py --size 10k [--seed 0] [--half test|dev]
+        [--out outputs/scale-corpus/10k]
 
-The needles are test-half questions (``kgrag.eval.halves``) of the shared MuSiQue,
-HotpotQA and 2Wiki samples, taken in a seeded order, round robin over the three, until
-their own paragraphs (the 10 or 20 each question comes with, gold and distractor alike)
-reach ``NEEDLE_DOCS``: one eleventh of 10,000, so that the same needles sit among 1×
+The needles are test-half questions (``kgrag.eval.halves``; ``--half dev`` takes the
+dev half's, to choose a setting on before the test half's report it) of the shared
+MuSiQue, HotpotQA and 2Wiki samples, taken in a seeded order, round robin over the
+three, until their own paragraphs (the 10 or 20 each question comes with, gold and
+distractor alike) reach ``NEEDLE_DOCS``: one eleventh of 10,000, so that the same needles sit among 1×
 (``--size 1x``), 10× (``10k``), 100× (``100k``) and 1000× (``1m``) as many distractor
 passages as their own paragraphs. The distractors are passages of about one chunk
 (``PASSAGE_WORDS``, under the specs' 256-token chunks, so a passage is one chunk) cut at
@@ -131,14 +133,14 @@ def passages() -> list[tuple[str, str]]:
     return out
 
 
-def needles(data: Path, seed: int) -> tuple[list[dict], list[dict]]:
-    """(documents, questions): test-half questions, round robin over the samples in a
+def needles(data: Path, seed: int, half: str = "test") -> tuple[list[dict], list[dict]]:
+    """(documents, questions): questions of one half, round robin over the samples in a
     seeded order, with their own paragraphs, until those reach ``NEEDLE_DOCS``."""
     queues = []
     for sample, name in SAMPLES.items():
         ids = load_corpus({"dataset": sample, "path": name, "limit": None, "questions": None},
                           data).questions["question_id"].to_list()
-        test = sorted(halves(ids, seed)["test"],
+        test = sorted(halves(ids, seed)[half],
                       key=lambda q: hashlib.sha256(f"{seed}\0{q}".encode()).hexdigest())
         queues.append((sample, name, test))
     chosen: dict[str, list[str]] = {sample: [] for sample in SAMPLES}
@@ -161,11 +163,13 @@ def needles(data: Path, seed: int) -> tuple[list[dict], list[dict]]:
     return list(documents.values()), questions
 
 
-def write(out: Path, size: str, seed: int, data: Path, added: int = 0) -> dict:
+def write(out: Path, size: str, seed: int, data: Path, added: int = 0,
+          half: str = "test") -> dict:
     """Write the ``size`` corpus into ``out``; return what ``corpus.json`` says of it.
     ``added`` more distractors follow the size's documents, as if added to its folder
-    later (the passages after the size's own in the seeded pool)."""
-    needle_docs, questions = needles(data, seed)
+    later (the passages after the size's own in the seeded pool); the needles are questions
+    of ``half``."""
+    needle_docs, questions = needles(data, seed, half)
     pool = passages()
     rng = random.Random(seed)
     rng.shuffle(pool)
@@ -185,7 +189,7 @@ def write(out: Path, size: str, seed: int, data: Path, added: int = 0) -> dict:
                        "text": text}
             handle.write(json.dumps(doc) + "\n")
     (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
-    summary = {"size": size, "seed": seed, "documents": len(order),
+    summary = {"size": size, "seed": seed, "half": half, "documents": len(order),
                "needle_questions": len(questions), "needle_documents": len(needle_docs),
                "distractors": wanted, "added": added,
                "ratio": round(wanted / len(needle_docs), 1),
@@ -201,10 +205,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--size", choices=list(SIZES), default="10k")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--half", choices=("test", "dev"), default="test",
+                        help="the half whose questions are the needles")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     out = Path(args.out or ROOT / "outputs" / "scale-corpus" / args.size)
-    summary = write(out, args.size, args.seed, Path(args.data))
+    summary = write(out, args.size, args.seed, Path(args.data), half=args.half)
     print(json.dumps(summary))
     if summary["tiled_distractors"]:
         print(f"tiled: {summary['tiled_distractors']:,} distractors repeat one of the "
