@@ -60,6 +60,10 @@ class Flat:
         """The ``n`` nearest chunks (positions) and their dense seed weights."""
         return seed_weights(self.similarity, n, self.similarity.min())
 
+    def nearest(self, n: int) -> np.ndarray:
+        """The positions of the ``n`` chunks nearest the question."""
+        return best(self.similarity, np.arange(len(self.similarity)), n)[0]
+
     def order(self) -> np.ndarray:
         """Every chunk's position, nearest first (ties in position order)."""
         return np.argsort(-self.similarity, kind="stable")
@@ -118,6 +122,11 @@ class Nearest:
         lowest = min(self.similarity.min(), *(self.matrix[farthest] @ self.vector))
         top, weights = seed_weights(self.similarity, n, lowest)
         return self.positions[top], weights
+
+    def nearest(self, n: int) -> np.ndarray:
+        """The positions of the ``n`` chunks nearest the question among those searched
+        (the search asked for at least ``n``)."""
+        return self.positions[best(self.similarity, np.arange(len(self.similarity)), n)[0]]
 
     def order(self) -> np.ndarray:
         """The searched chunks' positions, nearest first (ties in position order)."""

@@ -90,9 +90,10 @@ def _problems(index: int, raw: Config, entry: Config, spec: Config) -> Iterator[
     yield from walk_problems(index, entry, spec)
 
 
-# Strategy ppr's defaults, chosen on the dev halves of the shared samples; the ppr channels
-# of ket and hugrag keep the walk parameters' own (their shapes were not measured).
-PPR_DEFAULTS = {"phrases": "named", "dense_seeds": 0.02}
+# Strategy ppr's defaults, chosen on the dev halves of the shared samples (seeds_near also
+# on the dev needles of a scale corpus, docs/scale.md); the ppr channels of ket and hugrag
+# keep the walk parameters' own (their shapes were not measured).
+PPR_DEFAULTS = {"phrases": "named", "dense_seeds": 0.02, "seeds_near": 50}
 PPR_PARAMS = tuple(dataclasses.replace(p, default=PPR_DEFAULTS[p.name])
                    if p.name in PPR_DEFAULTS else p for p in WALK_PARAMS)
 

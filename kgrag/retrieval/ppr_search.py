@@ -103,7 +103,7 @@ class PprSearch:
 
     def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, *, damping: float,
                  max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
-                 push_epsilon: float | None = None,
+                 push_epsilon: float | None = None, seeds_near: int | None = None,
                  mentions: Callable[[str], list[str]] | None = None,
                  nearest: NearestNames | None = None, links: Sequence[FactLinks] = (),
                  index: VectorTable | None = None) -> None:
@@ -111,6 +111,7 @@ class PprSearch:
         self.chunk_matrix, self.index = chunk_matrix, index
         self.damping, self.max_iterations, self.dense_seeds = damping, max_iterations, dense_seeds
         self.dense_seed_chunks, self.push_epsilon = dense_seed_chunks, push_epsilon
+        self.seeds_near = seeds_near
         self.mentions, self.nearest, self.links = mentions, nearest, list(links)
         self.walked = WalkMemo()
 
@@ -169,7 +170,7 @@ class PprSearch:
                    dense_seed_chunks=config["dense_seed_chunks"],
                    push_epsilon=(config.get("push_epsilon") or PUSH_EPSILON
                                  if walk_of(config, len(ids)) == "push" else None),
-                   mentions=mentions,
+                   seeds_near=config.get("seeds_near"), mentions=mentions,
                    nearest=nearest, links=[links for links in (facts, names) if links],
                    index=index)
 
@@ -208,7 +209,7 @@ class PprSearch:
         if self.index is None:
             return Flat(self.chunk_matrix @ vector)
         return Nearest.search(self.index, self.chunk_matrix, self.position, vector,
-                              max(FIRST_SEARCH, self.dense_seed_chunks))
+                              max(FIRST_SEARCH, self.dense_seed_chunks, self.seeds_near or 0))
 
     def run(self, question: str, vector: np.ndarray
             ) -> tuple[np.ndarray | None, DenseScores, dict[str, Any]]:
@@ -217,6 +218,8 @@ class PprSearch:
         the dense seeds are sorted out of the similarities, not every chunk."""
         dense = self.dense_scores(vector)
         seeds = self.seeds(question, vector)
+        if self.seeds_near and seeds.nodes:
+            seeds = self._near(seeds, dense)
         if not seeds.nodes or not max(seeds.certainty) > 0:
             return None, dense, {"fallback": NO_SEED, "seeds": {}}
         n_entities = len(self.graph.names)
@@ -240,6 +243,18 @@ class PprSearch:
         if seeds.nearest:
             trace["nearest"] = seeds.nearest
         return mass, dense, trace
+
+    def _near(self, seeds: Seeds, dense: DenseScores) -> Seeds:
+        """The seeds one of whose chunks is among the question's ``seeds_near`` nearest by
+        dense similarity, or all of them when none is (``seeds_near``)."""
+        near = len(self.graph.names) + dense.nearest(self.seeds_near or 0)
+        starts, links = self.graph.adjacency.indptr, self.graph.adjacency.indices
+        kept = [i for i, node in enumerate(seeds.nodes)
+                if np.isin(links[starts[node]:starts[node + 1]], near).any()]
+        if not kept:
+            return seeds
+        return Seeds([seeds.nodes[i] for i in kept], seeds.nearest,
+                     [seeds.certainty[i] for i in kept])
 
     def _walk(self, nodes: np.ndarray, restart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every node's mass (restart weights ``restart`` at ``nodes``, summed where a node

@@ -82,6 +82,13 @@ WALK_PARAMS = (
           "(rendered as 'SUBJECT relation OBJECT') whose embeddings are nearest the "
           "question's also seed the walk, weighted by similarity times specificity. Embeds "
           "every relationship once (cached). Left out: names found in the question only."),
+    Param("seeds_near", {"type": "integer", "minimum": 0, "maximum": ITEMS_MAX},
+          "keep only the question's seed entities one of whose chunks is among the "
+          "this-many chunks nearest the question by dense similarity (all of them when "
+          "none is): a name the question shares with passages far from it, such as a "
+          "distractor's 'Python', seeds no walk; 0 keeps every seed. Default: 50 for "
+          "strategy ppr (chosen on the dev halves and on a scale corpus's dev needles), "
+          "every seed for the ppr channels of ket and hugrag.", off=0),
     Param("name_links", {"type": "integer", "minimum": 1, "maximum": ITEMS_MAX},
           "the this-many phrase nodes whose name embeddings are nearest the question's "
           "vector also seed the walk, weighted by similarity times specificity. Embeds every "

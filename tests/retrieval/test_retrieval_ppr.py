@@ -131,6 +131,21 @@ def test_dense_seeds_lift_the_chunks_nearest_the_question():
     assert nearest["c5"] > with_dense["c5"] and nearest["c4"] < with_dense["c4"]
 
 
+def test_seeds_near_drops_the_seeds_whose_chunks_are_all_far_from_the_question():
+    """A name the question shares only with passages far from it (among many distractors,
+    a distractor's name) seeds no walk. With seeds_near 1, FILM (c1 to c5, c5 the
+    nearest chunk) seeds and FORBIDDEN GROUND (c1 alone, the farthest) does not; 0 keeps
+    every seed; a question none of whose seeds is near keeps them all."""
+    def seeds(question: str, near: int) -> set[str]:
+        trace = search(seeds_near=near).scored(question, QUESTION_VECTOR)[2]
+        assert "fallback" not in trace
+        return set(trace["seeds"])
+
+    assert seeds(QUESTION, 1) == {"FILM"}
+    assert seeds(QUESTION, 5) == seeds(QUESTION, 0) == {"FILM", "FORBIDDEN GROUND"}
+    assert seeds("Is Johnny Lee famous?", 1) == {"JOHNNY LEE"}  # c1, c2: none near
+
+
 def test_the_context_records_seeds_and_scores_and_fits_the_budget():
     context = strategy(budget=20).retrieve(QUESTION, QUESTION_VECTOR)
     assert context.unit_ids == ["c1", "c2"] and context.tokens == 20
