@@ -108,6 +108,8 @@ def _print_evidence(evidence: Evidence) -> None:
     if "nearest" in evidence.trace:
         linked = ", ".join(f"{m} -> {n}" for m, n in evidence.trace["nearest"].items())
         print(f"linked by nearest name: {linked}")
+    if "far_seeds" in evidence.trace:  # seeds_near: names found only far from the question
+        print(f"not seeded (no chunk near the question): {', '.join(evidence.trace['far_seeds'])}")
     if "fallback" in evidence.trace:
         print(f"fallback: {evidence.trace['fallback']}")
     number = {p.unit_id: n for n, p in enumerate(evidence.parts, 1) if p.unit_id}

@@ -217,9 +217,9 @@ class PprSearch:
         the question's dense similarities, and the trace (seeds and their weights). Only
         the dense seeds are sorted out of the similarities, not every chunk."""
         dense = self.dense_scores(vector)
-        seeds = self.seeds(question, vector)
+        seeds, far = self.seeds(question, vector), []
         if self.seeds_near and seeds.nodes:
-            seeds = self._near(seeds, dense)
+            seeds, far = self._near(seeds, dense)
         if not seeds.nodes or not max(seeds.certainty) > 0:
             return None, dense, {"fallback": NO_SEED, "seeds": {}}
         n_entities = len(self.graph.names)
@@ -242,19 +242,23 @@ class PprSearch:
         trace["reached"] = {self.graph.names[i]: round(float(mass[i]), 8) for i in reached}
         if seeds.nearest:
             trace["nearest"] = seeds.nearest
+        if far:  # names the question shares only with chunks far from it
+            trace["far_seeds"] = [self.graph.names[node] for node in far]
         return mass, dense, trace
 
-    def _near(self, seeds: Seeds, dense: DenseScores) -> Seeds:
+    def _near(self, seeds: Seeds, dense: DenseScores) -> tuple[Seeds, list[int]]:
         """The seeds one of whose chunks is among the question's ``seeds_near`` nearest by
-        dense similarity, or all of them when none is (``seeds_near``)."""
+        dense similarity, or all of them when none is (``seeds_near``), and the nodes
+        left out."""
         near = len(self.graph.names) + dense.nearest(self.seeds_near or 0)
         starts, links = self.graph.adjacency.indptr, self.graph.adjacency.indices
         kept = [i for i, node in enumerate(seeds.nodes)
                 if np.isin(links[starts[node]:starts[node + 1]], near).any()]
         if not kept:
-            return seeds
+            return seeds, []
+        far = [node for i, node in enumerate(seeds.nodes) if i not in kept]
         return Seeds([seeds.nodes[i] for i in kept], seeds.nearest,
-                     [seeds.certainty[i] for i in kept])
+                     [seeds.certainty[i] for i in kept]), far
 
     def _walk(self, nodes: np.ndarray, restart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every node's mass (restart weights ``restart`` at ``nodes``, summed where a node

@@ -142,6 +142,8 @@ def test_seeds_near_drops_the_seeds_whose_chunks_are_all_far_from_the_question()
         return set(trace["seeds"])
 
     assert seeds(QUESTION, 1) == {"FILM"}
+    trace = search(seeds_near=1).scored(QUESTION, QUESTION_VECTOR)[2]
+    assert trace["far_seeds"] == ["FORBIDDEN GROUND"]  # the trace says what was left out
     assert seeds(QUESTION, 5) == seeds(QUESTION, 0) == {"FILM", "FORBIDDEN GROUND"}
     assert seeds("Is Johnny Lee famous?", 1) == {"JOHNNY LEE"}  # c1, c2: none near
 
