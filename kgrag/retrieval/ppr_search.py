@@ -217,7 +217,8 @@ class PprSearch:
         the question's dense similarities, and the trace (seeds and their weights). Only
         the dense seeds are sorted out of the similarities, not every chunk."""
         dense = self.dense_scores(vector)
-        seeds, far = self.seeds(question, vector), []
+        seeds = self.seeds(question, vector)
+        far: list[int] = []  # seeds left out by seeds_near
         if self.seeds_near and seeds.nodes:
             seeds, far = self._near(seeds, dense)
         if not seeds.nodes or not max(seeds.certainty) > 0:
