@@ -113,10 +113,11 @@ class VectorTable:
             table.optimize()
             if sum(index.num_unindexed_rows or 0 for index in table.list_indices()):
                 raise KgragError(f"the index of {earlier / name} did not take the new rows")
-        except BaseException:
+            shutil.copyfile(earlier / f"{name}{ANN_SUFFIX}", folder / f"{name}{ANN_SUFFIX}")
+        except BaseException:  # nothing left for create, which builds the table instead
             shutil.rmtree(copy, ignore_errors=True)
+            (folder / f"{name}{ANN_SUFFIX}").unlink(missing_ok=True)
             raise
-        shutil.copyfile(earlier / f"{name}{ANN_SUFFIX}", folder / f"{name}{ANN_SUFFIX}")
         return cls(table, before.ann, len(new))
 
     @classmethod

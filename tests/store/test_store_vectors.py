@@ -3,7 +3,9 @@ search settings travel with the table and whose failure to build is an error."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -140,3 +142,28 @@ def test_an_earlier_table_that_cannot_be_read_leaves_nothing_and_is_built_anew(
     got_ids, got = VectorTable.open(tmp_path / "after", "chunks").rows()
     assert got_ids == ids and np.array_equal(got, vectors)
     assert table.search(vectors[620], 1)[0][0] == "c620"
+
+
+
+def test_a_grown_table_whose_index_record_cannot_be_copied_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last thing growing does is copy the index's record; when that fails (a disk
+    full), the table already copied is removed too, so that ``create`` can build it in
+    the same folder."""
+    vectors = clustered(640)
+    ids = [f"c{i}" for i in range(640)]
+    VectorTable.create(tmp_path / "before", "chunks", ids[:600], vectors[:600], HNSW)
+    copy = shutil.copyfile
+
+    def full(source: Any, target: Any, **kwargs: Any) -> Any:
+        if str(source).endswith(ANN_SUFFIX):
+            raise OSError(28, "No space left on device")
+        return copy(source, target, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    (tmp_path / "after").mkdir()
+    with pytest.raises(OSError, match="No space"):
+        VectorTable.grow(tmp_path / "after", "chunks", tmp_path / "before", ids, vectors, HNSW)
+    assert not list((tmp_path / "after").iterdir())
+    monkeypatch.undo()
+    VectorTable.create(tmp_path / "after", "chunks", ids, vectors, HNSW)
