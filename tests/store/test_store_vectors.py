@@ -167,3 +167,14 @@ def test_a_grown_table_whose_index_record_cannot_be_copied_leaves_nothing(
     assert not list((tmp_path / "after").iterdir())
     monkeypatch.undo()
     VectorTable.create(tmp_path / "after", "chunks", ids, vectors, HNSW)
+
+
+def test_a_table_read_in_batches_holds_every_row_as_stored_in_table_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kgrag.store.vectors.READ_ROWS", 4)
+    vectors = clustered(11) * np.arange(1, 12, dtype=np.float32)[:, None]
+    ids = [f"c{i}" for i in range(11)]
+    table = VectorTable.create(tmp_path, "chunks", ids, vectors)
+    assert table.rows()[0] == ids and np.array_equal(table.rows()[1], vectors)
+    normalised = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert np.array_equal(table.matrix()[1], normalised)
