@@ -99,8 +99,10 @@ def test_push_converges_to_the_power_walk_with_dangling_nodes_and_reports_its_er
 def test_push_touches_only_the_seeds_neighbourhood():
     # two components: a walk restarting in the first never reads the second's edges
     graph = undirected(6, [(0, 1), (1, 2), (3, 4), (4, 5)])
-    nodes, mass, _ = Walk(graph).push(np.array([0]), np.array([1.0]), 0.5, 1e-9)
+    walk = Walk(graph)
+    nodes, mass, _ = walk.push(np.array([0]), np.array([1.0]), 0.5, 1e-9)
     assert set(nodes.tolist()) == {0, 1, 2} and (mass > 0).all()
+    assert "transition_t" not in vars(walk)  # the power walk's transition is never built
 
 
 @pytest.mark.parametrize("epsilon, nodes, weights, message", [
