@@ -242,8 +242,8 @@ def tile(size: str, copies: int, seed: int, data: Path) -> dict[str, Path]:
     from kgrag.api import open_session
     from kgrag.contents.chunks import read_chunks, write_chunks
     from kgrag.contents.dense import open_dense, write_dense
-    from kgrag.contents.entities import read_entities, read_relationships
-    from kgrag.contents.extraction import read_counts, write_extraction
+    from kgrag.contents.entities import read_entities, read_relationships, write_entity_tables
+    from kgrag.contents.extraction import read_counts, write_counts
 
     session = open_session(spec_for(size, seed, data))
     out = ROOT / "outputs" / "scale-tiled" / f"{size}x{copies}"
@@ -265,10 +265,11 @@ def tile(size: str, copies: int, seed: int, data: Path) -> dict[str, Path]:
     write_dense(folders["dense"], [i + s for s in suffixes for i in ids],
                 np.tile(matrix, (copies, 1)))
     extract = session.artefact("extract.nlp-kg")
-    write_extraction(folders["extract.nlp-kg"], renamed(read_counts(extract), ["chunk_id"], []),
-                     renamed(read_entities(extract), ["name"], ["source_chunk_ids"]),
-                     renamed(read_relationships(extract), ["source", "target"],
-                             ["source_chunk_ids"]))
+    write_counts(folders["extract.nlp-kg"], renamed(read_counts(extract), ["chunk_id"], []))
+    write_entity_tables(folders["extract.nlp-kg"],
+                        renamed(read_entities(extract), ["name"], ["source_chunk_ids"]),
+                        renamed(read_relationships(extract), ["source", "target"],
+                                ["source_chunk_ids"]))
     (out / "done").write_text("")
     return folders
 

@@ -20,26 +20,30 @@ from pathlib import Path
 
 import polars as pl
 
-from kgrag.contents.entities import read_entities, read_relationships, write_entity_tables
+from kgrag.contents.entities import (
+    ENTITIES_FILE,
+    RELATIONSHIPS_FILE,
+    read_entities,
+    read_relationships,
+)
 from kgrag.errors import KgragError
+from kgrag.graphs.merge import MergeFiles
 
 EXTRACTIONS = "extractions.parquet"
 ENTITY_MEMBERS = "entity_members.parquet"
 RELATIONSHIP_MEMBERS = "relationship_members.parquet"
 
 
-def write_extraction(folder: Path, counts: pl.DataFrame, entities: pl.DataFrame,
-                     relationships: pl.DataFrame) -> None:
+def write_counts(folder: Path, counts: pl.DataFrame) -> None:
     counts.write_parquet(folder / EXTRACTIONS)
-    write_entity_tables(folder, entities, relationships)
 
 
-def write_members(folder: Path, entity_parts: list[pl.DataFrame],
-                  relationship_parts: list[pl.DataFrame]) -> None:
-    """The members of every chunk (frames of ``member_frames``' schemas), in order."""
-    for parts, name in ((entity_parts, ENTITY_MEMBERS), (relationship_parts,
-                                                          RELATIONSHIP_MEMBERS)):
-        pl.concat(parts, rechunk=False).write_parquet(folder / name)
+def merge_files(folder: Path, members: bool) -> MergeFiles:
+    """Where the extract step's merge writes its tables and, with ``members``, every
+    chunk's members in order (``kgrag.graphs.merge.merge_to``)."""
+    return MergeFiles(folder / ENTITIES_FILE, folder / RELATIONSHIPS_FILE,
+                      (folder / ENTITY_MEMBERS, folder / RELATIONSHIP_MEMBERS) if members
+                      else None)
 
 
 @dataclass

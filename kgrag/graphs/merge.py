@@ -22,27 +22,34 @@ Within one chunk the extractors merge repeats first (``add_relationship``): a pa
 stated again is one relationship, its descriptions joined and the higher strength
 kept, because a model restating a fact is not new evidence.
 
-Why columns rather than a Python object per member: at scale the merge held most of a
-build's memory (about 44 KB a chunk beside the extractions, docs/scale.md). So
-``merge`` reads the extractions ``MERGE_BATCH`` at a time into member frames (polars
-columns, a batch's repeated strings stored once), and the rules run as polars
-group-bys over parts of about ``PART_ROWS`` members, every group within one part.
+Why columns rather than a Python object per member, and why on disk: at scale the merge
+held most of a build's memory (about 44 KB a chunk beside the extractions, then 25 KB
+with every member in memory as columns, docs/scale.md). So ``merge`` reads the
+extractions ``MERGE_BATCH`` at a time into member frames (polars columns, a batch's
+repeated strings stored once) and spills them to Parquet files in parts by name range
+(``kgrag.graphs.spill``); each part is merged in turn and written, and the rules run as
+polars group-bys over sub-parts of about ``PART_ROWS`` members, every group within one.
 Polars keeps rows in order within a group, so each part is sorted into member order
 first and every first-seen rule reads it as the plain loops did; a strength is summed
-left to right as Python's ``sum`` does, so the tables keep their bytes.
+left to right as Python's ``sum`` does, so the tables keep their values.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
+import shutil
+import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from kgrag.graphs.elements import Extraction, Relationship
+from kgrag.graphs.spill import Appender, RangeSpill, bounds_of
 
 # Joins the descriptions of one entity or relationship from several chunks; not a
 # newline or "|", because retrieval renders descriptions in pipe-delimited rows.
@@ -72,8 +79,14 @@ ENTITY_MEMBER_SCHEMA: dict[str, pl.DataType] = {
 RELATIONSHIP_MEMBER_SCHEMA: dict[str, pl.DataType] = {
     "chunk_id": pl.String(), "source": pl.String(), "target": pl.String(),
     "description": pl.String(), "strength": pl.Int64(), "grounded": pl.Boolean()}
+# ``merge_to``'s spilled members: their columns, with the arrival order (``seq``) and,
+# for a relationship, the lesser name of its pair (``low``)
+ENTITY_SPILL_SCHEMA = {**ENTITY_MEMBER_SCHEMA, "seq": pl.UInt32()}
+RELATIONSHIP_SPILL_SCHEMA = {**RELATIONSHIP_MEMBER_SCHEMA, "seq": pl.UInt32(), "low": pl.String()}
 MERGE_BATCH = 1000  # extractions reduced to member frames at a time
-PART_ROWS = 50_000  # members grouped at a time (``_by_part``)
+SAMPLE_BATCHES = 2  # member batches whose names cut the spilled parts' ranges
+SPILL_ROWS = 125_000  # members a spilled part holds, about (``merge_to``)
+PART_ROWS = 50_000  # members grouped at a time within a spilled part (``_by_part``)
 
 Row = Mapping[str, Any]
 
@@ -101,9 +114,19 @@ def add_relationship(relationships: dict[frozenset[str], Relationship],
         strength=max(kept.strength, relationship.strength))
 
 
+@dataclass(frozen=True)
+class MergeFiles:
+    """Where ``merge_to`` writes: the entity and relationship tables and, where set, every
+    member in arrival order (entities', relationships'), which the next build reuses."""
+
+    entities: Path
+    relationships: Path
+    members: tuple[Path, Path] | None = None
+
+
 def merge(extractions: Iterable[Extraction],
-          each_batch: Callable[[Sequence[Extraction]], None] = lambda batch: None
-          ) -> tuple[pl.DataFrame, pl.DataFrame]:
+          each_batch: Callable[[Sequence[Extraction]], None] = lambda batch: None,
+          chunks: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Merge per-chunk extractions into one entity table and one relationship table.
 
     Entities merge by normalised name, relationships by their unordered endpoint
@@ -111,43 +134,104 @@ def merge(extractions: Iterable[Extraction],
     Chunks are read in ``chunk_id`` order, so the tables do not depend on the order
     extractions arrive in. ``extractions`` is read ``MERGE_BATCH`` at a time, each
     batch seen by ``each_batch`` (the extract step records its counts) and then
-    reduced to member frames, so an iterator of extractions is never held whole.
+    reduced to member frames, so an iterator of extractions is never held whole; the
+    members wait on disk (``merge_to``, sized for about ``chunks`` chunks), and only the
+    tables are held, once merged.
     """
-    return merge_members(*member_parts(extractions, each_batch))
+    with tempfile.TemporaryDirectory(prefix="kgrag-merge-") as scratch:
+        files = MergeFiles(Path(scratch) / "entities.parquet",
+                           Path(scratch) / "relationships.parquet")
+        merge_to(member_batches(extractions, each_batch), chunks, Path(scratch) / "spill", files)
+        return pl.read_parquet(files.entities), pl.read_parquet(files.relationships)
 
 
-def member_parts(extractions: Iterable[Extraction],
-                 each_batch: Callable[[Sequence[Extraction]], None] = lambda batch: None
-                 ) -> tuple[list[pl.DataFrame], list[pl.DataFrame]]:
-    """The extractions' entity and relationship members (``member_frames``), a frame per
-    ``MERGE_BATCH`` extractions read, each batch seen by ``each_batch`` first."""
-    entity_parts, relationship_parts = [], []
+def member_batches(extractions: Iterable[Extraction],
+                   each_batch: Callable[[Sequence[Extraction]], None] = lambda batch: None
+                   ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """The extractions' entity and relationship members (``member_frames``), a pair of
+    frames per ``MERGE_BATCH`` extractions read, each batch seen by ``each_batch`` first."""
     arriving = iter(extractions)
     for batch in iter(lambda: list(itertools.islice(arriving, MERGE_BATCH)), []):
         each_batch(batch)
-        entities, relationships = member_frames(batch)
-        entity_parts.append(entities)
-        relationship_parts.append(relationships)
-    return entity_parts, relationship_parts
+        yield member_frames(batch)
 
 
-def merge_members(entity_parts: list[pl.DataFrame], relationship_parts: list[pl.DataFrame]
-                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``merge`` of member frames (``member_frames``), each list in arrival order; every
-    chunk's members in one frame. The lists are emptied as the members are merged."""
+def merge_to(batches: Iterable[tuple[pl.DataFrame, pl.DataFrame]], chunks: int,
+             scratch: Path, files: MergeFiles) -> tuple[int, int]:
+    """``merge`` of member frames (``member_frames``' pairs, in arrival order, every
+    chunk's members in one pair) into ``files``; the entities and relationships written.
+
+    The members are spilled to ``scratch`` as they arrive, in parts by range
+    (``kgrag.graphs.spill``): entities by name, relationships by the lesser of their two
+    names, each part of about ``SPILL_ROWS`` members at the rate of the first
+    ``SAMPLE_BATCHES`` batches over ``chunks`` chunks, its ranges cut at that sample's
+    names. Each part is merged in turn and written: the entities in name order as they
+    come; the relationships, whose order is by their first member's orientation, spilled
+    once more by ``source`` and each range sorted. What memory holds is a batch, a part
+    and its merge, whatever the corpus; ``scratch`` is removed after."""
+    arriving = iter(batches)
+    sample = collections.deque(itertools.islice(arriving, SAMPLE_BATCHES))
+    entity_sample = pl.concat([e for e, _ in sample]) if sample else pl.DataFrame(
+        schema=ENTITY_MEMBER_SCHEMA)
+    relationship_sample = _low(pl.concat([r for _, r in sample]) if sample else pl.DataFrame(
+        schema=RELATIONSHIP_MEMBER_SCHEMA))
+    seen = pl.concat([entity_sample["chunk_id"], relationship_sample["chunk_id"]]).n_unique()
+    by_name = RangeSpill(scratch / "entities", ENTITY_SPILL_SCHEMA, "name", bounds_of(
+        entity_sample["name"], _parts(entity_sample.height, seen, chunks)))
+    pairs = bounds_of(relationship_sample["low"],
+                      _parts(relationship_sample.height, seen, chunks))
+    by_pair = RangeSpill(scratch / "relationships", RELATIONSHIP_SPILL_SCHEMA, "low", pairs)
+    del entity_sample, relationship_sample
+    members = None if files.members is None else (
+        Appender(files.members[0], ENTITY_MEMBER_SCHEMA),
+        Appender(files.members[1], RELATIONSHIP_MEMBER_SCHEMA))
+    arrived = [0, 0]  # each kind's members so far: the next member's ``seq``
+    # the sample's batches leave it as they are spilled: what is held is one batch
+    leaving = (sample.popleft() for _ in range(len(sample)))
+    for entities, relationships in itertools.chain(leaving, arriving):
+        if members is not None:
+            members[0].write(entities)
+            members[1].write(relationships)
+        by_name.add(entities.with_row_index("seq", offset=arrived[0]))
+        by_pair.add(_low(relationships.with_row_index("seq", offset=arrived[1])))
+        arrived[0] += entities.height
+        arrived[1] += relationships.height
+    if members is not None:
+        members[0].close()
+        members[1].close()
     in_chunk_order = ["chunk_id", "seq"]  # chunk order, then arrival (within a chunk, the
     # extractor's): the order a stable sort of the extractions by chunk gives
-    # each kind's batches are dropped once sorted into parts, and those once merged
-    entities = _entity_parts(_arrived(entity_parts, ENTITY_MEMBER_SCHEMA).with_columns(
-        source_chunk_ids=pl.concat_list("chunk_id")), in_chunk_order)
-    entity_parts.clear()
-    merged_entities = _merged_entities(entities)
-    del entities
-    relationships = _relationship_parts(_arrived(
-        relationship_parts, RELATIONSHIP_MEMBER_SCHEMA).with_columns(
-        weight=pl.col("strength"), source_chunk_ids=pl.concat_list("chunk_id")), in_chunk_order)
-    relationship_parts.clear()
-    return merged_entities, _merged_relationships(relationships)
+    entity_table = Appender(files.entities, ENTITY_FRAME_SCHEMA)
+    for part in by_name.parts():
+        entity_table.write(_merged_entities(_entity_parts(
+            part.with_columns(source_chunk_ids=pl.concat_list("chunk_id")), in_chunk_order)))
+    entity_table.close()
+    by_source = RangeSpill(scratch / "merged", RELATIONSHIP_FRAME_SCHEMA, "source", pairs)
+    for part in by_pair.parts():
+        by_source.add(_merged_relationships(_relationship_parts(part.with_columns(
+            weight=pl.col("strength"), source_chunk_ids=pl.concat_list("chunk_id")),
+            in_chunk_order)))
+    relationship_table = Appender(files.relationships, RELATIONSHIP_FRAME_SCHEMA)
+    for part in by_source.parts():
+        relationship_table.write(part.sort("source", "target"))
+    relationship_table.close()
+    shutil.rmtree(scratch)
+    return entity_table.rows, relationship_table.rows
+
+
+def _parts(rows: int, chunks_seen: int, chunks: int) -> int:
+    """How many spilled parts hold about ``SPILL_ROWS`` members each, at the sample's
+    ``rows`` over ``chunks_seen`` chunks, for ``chunks`` chunks (at least the sample's)."""
+    expected = max(rows, rows * chunks // max(chunks_seen, 1))
+    return max(1, -(-expected // SPILL_ROWS))
+
+
+def _low(relationships: pl.DataFrame) -> pl.DataFrame:
+    """Relationship members less self-loops, with the lesser of their names (``low``):
+    what a pair's members share, whichever way round each is."""
+    source, target = pl.col("source"), pl.col("target")
+    return relationships.filter(source != target).with_columns(
+        low=pl.when(source <= target).then(source).otherwise(target))
 
 
 def member_frames(extractions: Sequence[Extraction]) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -180,13 +264,6 @@ def _interned(values: list[str]) -> pl.Series:
     first: dict[str, int] = {}
     positions = [first.setdefault(value, len(first)) for value in values]
     return pl.Series(list(first), dtype=pl.String).gather(positions)
-
-
-def _arrived(parts: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    """The batches' members as one frame (not copied together), numbered in arrival
-    order (``seq``)."""
-    members = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=schema)
-    return members.with_row_index("seq")
 
 
 def merge_entities(groups: Mapping[str, Sequence[Row]]) -> pl.DataFrame:

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -31,12 +32,7 @@ from kgrag.contents.chunks import read_chunks
 from kgrag.contents.columns import counted
 from kgrag.contents.core import read_core_ids, write_core
 from kgrag.contents.entities import numbered
-from kgrag.contents.extraction import (
-    read_extraction,
-    read_members,
-    write_extraction,
-    write_members,
-)
+from kgrag.contents.extraction import merge_files, read_extraction, read_members, write_counts
 from kgrag.contents.skeleton import write_skeleton
 from kgrag.graphs.core import core_size, pagerank, select_core
 from kgrag.graphs.descriptions import summarise
@@ -44,7 +40,7 @@ from kgrag.graphs.elements import counts_frame
 from kgrag.graphs.extraction.methods import method_of
 from kgrag.graphs.extraction.nlp import Chunk
 from kgrag.graphs.knn import knn_graph
-from kgrag.graphs.merge import member_frames, member_parts, merge_members
+from kgrag.graphs.merge import member_batches, merge_to
 from kgrag.retrieval.units import unit_text
 from kgrag.steps.step import Counts, StepContext, step_kind
 
@@ -73,8 +69,9 @@ def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
         1 + config["llm"]["max_retries"])
 
 
-@step_kind("extract", "2", max_llm_calls=extraction_calls)
-def extract_core(ctx: StepContext) -> None:
+def _to_extract(ctx: StepContext) -> list[Chunk]:
+    """The chunks the extract step reads, each with its title where its unit shows it;
+    the chunk table they come from is not held after."""
     todo = read_chunks(ctx.input("chunks"), ["chunk_id", "title", "text", "context"])
     # HugRAG's hierarchy extracts from every chunk: it has no core step
     if "core" in ctx.inputs:
@@ -82,8 +79,13 @@ def extract_core(ctx: StepContext) -> None:
     # the title counts only where the unit shows it (``chunking.title``)
     shown = todo.select("chunk_id", "title", "text",
                         titled=pl.col("context") == unit_text(with_title=True))
-    chunks = [Chunk(chunk_id, text, title if titled else None)
-              for chunk_id, title, text, titled in shown.iter_rows()]
+    return [Chunk(chunk_id, text, title if titled else None)
+            for chunk_id, title, text, titled in shown.iter_rows()]
+
+
+@step_kind("extract", "2", max_llm_calls=extraction_calls)
+def extract_core(ctx: StepContext) -> None:
+    chunks = _to_extract(ctx)
     method = method_of(ctx.config)
     keyed = None if method.keys is None else pl.DataFrame(
         {"chunk_id": [c.chunk_id for c in chunks], "key": method.keys(chunks, ctx)})
@@ -94,24 +96,22 @@ def extract_core(ctx: StepContext) -> None:
         chunks = [c for c in chunks if c.chunk_id not in taken]
         ctx.notes["reused_chunks"] = len(taken)
     recorded: list[pl.DataFrame] = []  # each batch's counts, as the merge reads it
-    entity_parts, relationship_parts = member_parts(
-        method.extract(chunks, ctx.config, ctx),
-        lambda batch: recorded.append(counts_frame(batch)))
+    batches = member_batches(method.extract(chunks, ctx.config, ctx),
+                             lambda batch: recorded.append(counts_frame(batch)))
+    if kept is not None:
+        batches = itertools.chain([(kept.entities, kept.relationships)], batches)
+    entities, relationships = merge_to(
+        batches, len(chunks) + (0 if kept is None else kept.counts.height),
+        ctx.out_dir / "merging", merge_files(ctx.out_dir, members=keyed is not None))
     counts = pl.concat(recorded).rechunk() if recorded else counts_frame([])
     if keyed is not None:
         counts = counts.join(keyed, on="chunk_id", maintain_order="left")
         if kept is not None:
-            entity_parts.insert(0, kept.entities)
-            relationship_parts.insert(0, kept.relationships)
             counts = keyed.select("chunk_id").join(pl.concat([kept.counts, counts]),
                                                    on="chunk_id", maintain_order="left")
-        no_entities, no_relationships = member_frames([])  # the schemas, for no chunk
-        write_members(ctx.out_dir, entity_parts or [no_entities],
-                      relationship_parts or [no_relationships])
-    entities, relationships = merge_members(entity_parts, relationship_parts)
-    write_extraction(ctx.out_dir, counts, entities, relationships)
-    ctx.notes.update(**_extraction_notes(counts), entities=entities.height,
-                     relationships=relationships.height)
+    write_counts(ctx.out_dir, counts)
+    ctx.notes.update(**_extraction_notes(counts), entities=entities,
+                     relationships=relationships)
 
 
 def _extraction_notes(counts: pl.DataFrame) -> dict[str, Any]:

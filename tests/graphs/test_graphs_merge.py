@@ -4,12 +4,14 @@ descriptions and out-of-order chunks; and the extractions read in bounded batche
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from kgrag.errors import KgragError
@@ -20,8 +22,13 @@ from kgrag.graphs.merge import (
     DESCRIPTION_SEPARATOR,
     ENTITY_FRAME_SCHEMA,
     RELATIONSHIP_FRAME_SCHEMA,
+    MergeFiles,
+    member_batches,
+    member_frames,
     merge,
+    merge_to,
 )
+from kgrag.graphs.spill import RangeSpill
 from kgrag.models.cache import CallCache
 from kgrag.models.pipelines import resolve_pipeline
 from tests.conftest import SHARED_DATA
@@ -117,12 +124,20 @@ def test_the_replay_holds_ties_that_other_rules_settle_differently(
                for name, seen in tied.items())
 
 
-@pytest.mark.parametrize(("batch", "part_rows"), [(1, 10**6), (7, 50), (1000, 200_000)])
+@pytest.mark.parametrize(("batch", "part_rows", "spill_rows", "sample"),
+                         [(1, 10**6, 10**6, 10), (7, 50, 300, 2), (1000, 200_000, 100, 1),
+                          (3, 40, 50, 1)])
 def test_the_streamed_merge_is_the_rules_merge_at_any_batch_and_part_size(
-        replayed: list[Extraction], batch: int, part_rows: int, monkeypatch) -> None:
+        replayed: list[Extraction], batch: int, part_rows: int, spill_rows: int, sample: int,
+        monkeypatch) -> None:
+    """Spilled parts of ``spill_rows`` members with ranges cut at the first ``sample``
+    batches (one batch of 3 chunks gives ranges far from even), each merged in
+    sub-parts of ``part_rows``."""
     monkeypatch.setattr(merging, "MERGE_BATCH", batch)
     monkeypatch.setattr(merging, "PART_ROWS", part_rows)
-    entities, relationships = merge(iter(replayed))
+    monkeypatch.setattr(merging, "SPILL_ROWS", spill_rows)
+    monkeypatch.setattr(merging, "SAMPLE_BATCHES", sample)
+    entities, relationships = merge(iter(replayed), chunks=len(replayed))
     want_entities, want_relationships = reference(replayed)
     assert entities.to_dicts() == want_entities
     assert relationships.to_dicts() == want_relationships
@@ -160,3 +175,32 @@ def test_the_nlp_stream_parses_first_then_reads_back_lazily(tmp_path: Path) -> N
     cache.clear()
     with pytest.raises(KgragError, match="lost 2 entries"):
         next(gone)
+
+
+def test_the_spill_and_the_members_stay_on_disk_in_order(replayed: list[Extraction],
+                                                         tmp_path: Path, monkeypatch) -> None:
+    """The members come back in arrival order, the spilled parts cover the names in
+    order with every name in one part, and the scratch folder is gone after."""
+    monkeypatch.setattr(merging, "MERGE_BATCH", 5)
+    monkeypatch.setattr(merging, "SPILL_ROWS", 200)
+    parts: list[pl.DataFrame] = []
+    spilled = RangeSpill.parts
+
+    def kept(self: RangeSpill):
+        for part in spilled(self):
+            if self.column == "name":
+                parts.append(part)
+            yield part
+
+    monkeypatch.setattr(RangeSpill, "parts", kept)
+    files = MergeFiles(tmp_path / "e.parquet", tmp_path / "r.parquet",
+                       (tmp_path / "em.parquet", tmp_path / "rm.parquet"))
+    written = merge_to(member_batches(replayed), len(replayed), tmp_path / "scratch", files)
+    assert written == (pl.read_parquet(files.entities).height,
+                       pl.read_parquet(files.relationships).height)
+    want = member_frames(replayed)
+    assert pl.read_parquet(tmp_path / "em.parquet").equals(want[0])
+    assert pl.read_parquet(tmp_path / "rm.parquet").equals(want[1])
+    assert len(parts) > 2
+    assert all(a["name"].max() < b["name"].min() for a, b in itertools.pairwise(parts))
+    assert not (tmp_path / "scratch").exists()
