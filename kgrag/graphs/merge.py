@@ -81,8 +81,8 @@ RELATIONSHIP_MEMBER_SCHEMA: dict[str, pl.DataType] = {
     "description": pl.String(), "strength": pl.Int64(), "grounded": pl.Boolean()}
 # ``merge_to``'s spilled members: their columns, with the arrival order (``seq``) and,
 # for a relationship, the lesser name of its pair (``low``)
-ENTITY_SPILL_SCHEMA = {**ENTITY_MEMBER_SCHEMA, "seq": pl.UInt32()}
-RELATIONSHIP_SPILL_SCHEMA = {**RELATIONSHIP_MEMBER_SCHEMA, "seq": pl.UInt32(), "low": pl.String()}
+ENTITY_SPILL_SCHEMA = {**ENTITY_MEMBER_SCHEMA, "seq": pl.UInt64()}
+RELATIONSHIP_SPILL_SCHEMA = {**RELATIONSHIP_MEMBER_SCHEMA, "seq": pl.UInt64(), "low": pl.String()}
 MERGE_BATCH = 1000  # extractions reduced to member frames at a time
 SAMPLE_BATCHES = 2  # member batches whose names cut the spilled parts' ranges
 SPILL_ROWS = 125_000  # members a spilled part holds, about (``merge_to``)
@@ -192,8 +192,8 @@ def merge_to(batches: Iterable[tuple[pl.DataFrame, pl.DataFrame]], chunks: int,
         if members is not None:
             members[0].write(entities)
             members[1].write(relationships)
-        by_name.add(entities.with_row_index("seq", offset=arrived[0]))
-        by_pair.add(_low(relationships.with_row_index("seq", offset=arrived[1])))
+        by_name.add(_numbered(entities, arrived[0]))
+        by_pair.add(_low(_numbered(relationships, arrived[1])))
         arrived[0] += entities.height
         arrived[1] += relationships.height
     if members is not None:
@@ -224,6 +224,13 @@ def _parts(rows: int, chunks_seen: int, chunks: int) -> int:
     ``rows`` over ``chunks_seen`` chunks, for ``chunks`` chunks (at least the sample's)."""
     expected = max(rows, rows * chunks // max(chunks_seen, 1))
     return max(1, -(-expected // SPILL_ROWS))
+
+
+def _numbered(members: pl.DataFrame, first: int) -> pl.DataFrame:
+    """``members`` numbered in arrival order from ``first`` (``seq``; 64 bits, as a
+    corpus of 100M chunks has more members than 32 bits count)."""
+    return members.with_columns(seq=pl.int_range(first, first + members.height,
+                                                 dtype=pl.UInt64))
 
 
 def _low(relationships: pl.DataFrame) -> pl.DataFrame:
