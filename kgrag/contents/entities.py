@@ -11,6 +11,7 @@ read, and both store entity vectors by ``entity_id`` in the vector table
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,19 @@ def write_entity_tables(folder: Path, entities: pl.DataFrame,
 
 def read_entities(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:
     return pl.read_parquet(folder / ENTITIES_FILE, columns=columns)
+
+
+def entity_parts(folder: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
+    """The entity table's ``columns``, ``rows`` rows at a time in table order: for a
+    reader that keeps a little of each row, so that the whole table is never held. Arrow's
+    memory pool keeps the pages it decoded the table in (260 MB at 715,914 nlp entities),
+    for Arrow alone: they are handed back once the table is read."""
+    import pyarrow as pa  # pyarrow comes with LanceDB, imported where it reads
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(folder / ENTITIES_FILE).iter_batches(rows, columns=columns):
+        yield pl.DataFrame(pl.from_arrow(batch))
+    pa.default_memory_pool().release_unused()
 
 
 def read_relationships(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 MAX_STRENGTH = 10.0  # relationship strengths are on the extraction's 1–10 scale
+RELATION_ROWS = 250_000  # relationships mapped to their entity nodes at a time
 
 
 @cache
@@ -105,7 +106,9 @@ class EntityGraph:
     chunk_ids: list[str]  # node len(names) + j
     adjacency: sp.csr_matrix
     mentions: np.ndarray  # per entity, the chunks it is linked to (its specificity's inverse)
-    keys: dict[tuple[str, ...], int]  # matching form of a name or alias → entity node
+    # matching form of a name or alias, its words joined by a space (one string: a tuple of
+    # word strings cost three times as much) → entity node
+    keys: dict[str, int]
     longest: int  # words in the longest key: how far a match can reach
 
     @classmethod
@@ -126,53 +129,56 @@ class EntityGraph:
         chunks = {c: j for j, c in enumerate(chunk_ids)}
         index: dict[str, int] = {}
         aliases: dict[str, list[str]] = {}
-        pairs: list[tuple[int, int]] = []
-        for name, mentioned in zip(entities["name"].to_list(),
-                                   entities["source_chunk_ids"].to_list()):
+        row_node = np.empty(entities.height, dtype=np.int64)
+        for row, name in enumerate(entities["name"].to_list()):
             normal = normalise_name(name)
-            node = index.setdefault(normal, len(index))
+            row_node[row] = index.setdefault(normal, len(index))
             aliases.setdefault(normal, [name])
-            pairs += [(node, chunks[c]) for c in mentioned if c in chunks]
+        mentioned = entities.select("source_chunk_ids").with_row_index("row").explode(
+            "source_chunk_ids")
+        position = mentioned["source_chunk_ids"].replace_strict(chunks, default=None,
+                                                                return_dtype=pl.Int64)
+        known = position.is_not_null()
+        nodes = [row_node[mentioned["row"].filter(known).to_numpy()]]
+        positions = [position.filter(known).to_numpy()]
         for chunk, title in (titles or {}).items():
             if chunk in chunks and title:
                 name = normalise_name(title)
-                node = index.setdefault(name, len(index))
+                nodes.append(np.array([index.setdefault(name, len(index))]))
+                positions.append(np.array([chunks[chunk]]))
                 aliases.setdefault(name, []).extend(title_aliases(title))
-                pairs.append((node, chunks[chunk]))
-        n_entities = len(index)
-        links = sorted(set(pairs))
-        rows = [e for e, _ in links]
-        cols = [n_entities + c for _, c in links]
-        mentions = np.bincount(np.array(rows, dtype=np.int64), minlength=n_entities)
-        weights = (list(1.0 / mentions[rows]) if specific_steps else [1.0] * len(links))
-        for source, target, strength in relationships.select(
-                "source", "target", "strength").iter_rows():
-            a, b = index.get(normalise_name(source)), index.get(normalise_name(target))
-            if a is not None and b is not None and a != b:
-                rows.append(a)
-                cols.append(b)
-                weights.append(float(strength) / MAX_STRENGTH)
+        n_entities, n_chunks = len(index), max(len(chunk_ids), 1)
+        # each (entity, chunk) link once, in (entity, chunk) order, as numbers: a Python
+        # tuple a link cost hundreds of MB at 100,000 chunks (docs/scale.md)
+        links = np.unique(np.concatenate(nodes) * n_chunks + np.concatenate(positions))
+        rows, cols = links // n_chunks, n_entities + links % n_chunks
+        mentions = np.bincount(rows, minlength=n_entities)
+        weights = 1.0 / mentions[rows] if specific_steps else np.ones(len(links))
+        a, b, strength = _relation_ends(relationships, index)
         size = n_entities + len(chunk_ids)
-        upper = sp.coo_matrix((weights, (rows, cols)), shape=(size, size)).tocsr()
+        upper = sp.coo_matrix((np.concatenate([weights, strength / MAX_STRENGTH]),
+                               (np.concatenate([rows, a]), np.concatenate([cols, b]))),
+                              shape=(size, size)).tocsr()
         adjacency = (upper + upper.T).tocsr()  # a relationship seen twice adds its weights
-        keys: dict[tuple[str, ...], int] = {}
+        keys: dict[str, int] = {}
+        longest = 0
         for name, node in index.items():
             for alias in [name, *aliases.get(name, [])]:
                 key = words(alias)
                 if key and not set(key) <= _stopwords():
-                    keys.setdefault(key, node)
-        return cls(list(index), chunk_ids, adjacency, mentions, keys,
-                   max((len(k) for k in keys), default=0))
+                    keys.setdefault(" ".join(key), node)
+                    longest = max(longest, len(key))
+        return cls(list(index), chunk_ids, adjacency, mentions, keys, longest)
 
     def link(self, question: str) -> list[int]:
         """Entity nodes the question names (see the module docstring), in question order."""
         tokens = words(question)
         spans = [(start, end) for start in range(len(tokens))
                  for end in range(start + 1, min(len(tokens), start + self.longest) + 1)
-                 if tokens[start:end] in self.keys]
+                 if " ".join(tokens[start:end]) in self.keys]
         kept = [(s, e) for s, e in spans
                 if not any(o <= s and e <= f and (o, f) != (s, e) for o, f in spans)]
-        return list(dict.fromkeys(self.keys[tokens[s:e]] for s, e in kept))
+        return list(dict.fromkeys(self.keys[" ".join(tokens[s:e])] for s, e in kept))
 
     def specificity(self, nodes: list[int]) -> np.ndarray:
         return 1.0 / np.maximum(self.mentions[nodes], 1)
@@ -181,7 +187,7 @@ class EntityGraph:
     def named(self, name: str) -> int | None:
         """The entity node a name (a mention, a canonical entity) matches word for word."""
         key = words(name)
-        return self.keys.get(key) if key else None
+        return self.keys.get(" ".join(key)) if key else None
 
     def with_synonyms(self, pairs: list[tuple[int, int, float]]) -> EntityGraph:
         """This graph plus an edge of weight ``cosine`` for every (entity, entity,
@@ -194,3 +200,25 @@ class EntityGraph:
         rows, cols, weights = (list(column) for column in zip(*pairs))
         extra = sp.coo_matrix((weights, (rows, cols)), shape=self.adjacency.shape).tocsr()
         return replace(self, adjacency=(self.adjacency + extra + extra.T).tocsr())
+
+
+def _relation_ends(relationships: pl.DataFrame, index: dict[str, int]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The entity nodes at either end of each relationship whose ends are two different
+    entities of ``index`` (normalised name → node), and its strength, in table order.
+    ``RELATION_ROWS`` relationships at a time, each distinct name of a part normalised
+    once: a row's pair of names each, or every distinct name of the table at once, held
+    250 MB at 2.4M relationships (docs/scale.md)."""
+    a, b, strength = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    for start in range(0, relationships.height, RELATION_ROWS):
+        part = relationships.slice(start, RELATION_ROWS)
+        names = pl.concat([part["source"], part["target"]]).unique()
+        nodes = pl.Series([index.get(normalise_name(name), -1) for name in names.to_list()],
+                          dtype=pl.Int64)
+        source, target = (part[end].replace_strict(names, nodes).to_numpy()
+                          for end in ("source", "target"))
+        kept = (source >= 0) & (target >= 0) & (source != target)
+        a.append(source[kept])
+        b.append(target[kept])
+        strength.append(part["strength"].cast(pl.Float64).to_numpy()[kept])
+    return np.concatenate(a), np.concatenate(b), np.concatenate(strength)

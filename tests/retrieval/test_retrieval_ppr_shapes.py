@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from kgrag.contents.entities import write_entity_tables
 from kgrag.errors import KgragError
 from kgrag.eval.halves import halves
 from kgrag.retrieval import ppr_search
@@ -62,6 +63,21 @@ def test_a_named_graph_keeps_fewer_phrase_nodes_and_its_titles():
     assert len(named.names) < len(every.names)
     untitled = EntityGraph.build(entities, relationships, CHUNK_IDS, None, phrases="named")
     assert "FILM" not in untitled.names
+
+
+def test_the_named_phrases_chosen_part_by_part_are_those_of_the_whole_table(
+        tmp_path, monkeypatch):
+    entities, relationships = tables()
+    kinds = ["work", "person", "concept", "concept", "geo", "date"]
+    entities = entities.with_columns(type=pl.Series(kinds[:entities.height]),
+                                     description=pl.Series(["a film by Johnny Lee"] * 6))
+    write_entity_tables(tmp_path, entities, relationships)
+    monkeypatch.setattr(ppr_search, "PHRASE_ROWS", 2)
+    named = ppr_search._phrases({"name": "ppr", "phrases": "named"}, tmp_path)
+    whole = entities.filter(pl.Series(named_phrases(entities)))
+    assert named.equals(whole.select("name", "source_chunk_ids"))
+    every = ppr_search._phrases({"name": "ppr", "phrases": "all"}, tmp_path)
+    assert every.equals(entities.select("name", "source_chunk_ids"))
 
 
 def test_relations_false_drops_the_entity_edges():
