@@ -50,7 +50,7 @@ def entity_parts(folder: Path, columns: list[str], rows: int) -> Iterator[pl.Dat
     reader that keeps a little of each row, so that the whole table is never held. Arrow's
     memory pool keeps the pages it decoded the table in (260 MB at 715,914 nlp entities),
     for Arrow alone: they are handed back once the table is read."""
-    import pyarrow as pa  # pyarrow comes with LanceDB, imported where it reads
+    import pyarrow as pa  # imported where it reads, not by every command
     import pyarrow.parquet as pq
 
     for batch in pq.ParquetFile(folder / ENTITIES_FILE).iter_batches(rows, columns=columns):

@@ -38,7 +38,7 @@ class Appender:
     or more); closed without a frame, it holds no row but the schema."""
 
     def __init__(self, path: Path, schema: dict[str, pl.DataType]) -> None:
-        import pyarrow.parquet as pq  # pyarrow comes with polars' Arrow export and LanceDB
+        import pyarrow.parquet as pq  # imported where a spill is written, not by every command
 
         self.path, self.schema, self.rows = path, schema, 0
         self._writer: Any = pq.ParquetWriter(path, pl.DataFrame(schema=schema).to_arrow().schema,
