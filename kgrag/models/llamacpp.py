@@ -74,6 +74,8 @@ def _aligned_llama() -> type:
     (``GreedyGrammar``) unless ``greedy_first`` is off."""
     from llama_cpp import Llama
 
+    _route_logs()
+
     class AlignedLlama(Llama):
         greedy_first = True
         _greedy: GreedyGrammar | None = None
@@ -102,6 +104,38 @@ def _aligned_llama() -> type:
             return self._greedy.sample(kwargs.get("idx"))
 
     return AlignedLlama
+
+
+# The levels of the messages llama.cpp hands to its log callback, in the ggml this
+# llama-cpp-python is built on (its own callback still reads the older enum, so
+# llama.cpp's warnings passed for errors and reached stderr whatever ``verbose`` said).
+GGML_WARN, GGML_ERROR, GGML_CONT = 3, 4, 5
+
+
+@functools.cache
+def _route_logs() -> Any:
+    """llama.cpp's warnings and errors into this module's log: errors as errors, warnings
+    at DEBUG (what llama.cpp warns of is its own set-up, such as a cache's layout, which
+    asks nothing of the user), so ``kgrag query`` prints none of them unless
+    ``--verbose``.
+    Returns the callback, which the cache keeps alive for as long as ctypes may call it."""
+    import ctypes
+
+    import llama_cpp
+
+    last = [GGML_WARN]
+
+    @llama_cpp.llama_log_callback
+    def forward(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+        level = last[0] if level == GGML_CONT else level
+        last[0] = level
+        message = text.decode("utf-8", "replace").rstrip()
+        if message and level >= GGML_WARN:  # its info and debug lines: hundreds a load
+            log.log(logging.ERROR if level >= GGML_ERROR else logging.DEBUG,
+                    "llama.cpp: %s", message)
+
+    llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
+    return forward
 
 
 class LlamaCppBackend:
