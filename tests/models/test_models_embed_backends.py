@@ -119,6 +119,30 @@ def test_a_one_thread_openvino_run_keeps_every_core(settings, shared, monkeypatc
     assert seen == {frozenset(cores)}
 
 
+def test_the_runtime_sees_few_input_shapes_whatever_the_batch(settings, shared, reference):
+    """OpenVINO keeps memory for every input shape it has run: a batch of 64 texts of
+    many lengths reaches it in pieces of at most 16 texts, padded to a multiple of 32
+    tokens, and gives the vectors of one text at a time."""
+    texts, _ = reference
+    embedder = CachedEmbedder(with_backend(settings, "openvino-int8"), shared)
+    backend = embedder.backend
+    backend.load()
+    shapes: list[tuple[int, ...]] = []
+    run = backend._run
+
+    def seen(inputs):
+        shapes.append(inputs["input_ids"].shape)
+        return run(inputs)
+
+    backend._run = seen
+    together = backend.encode(texts)
+    alone = np.concatenate([backend.encode([t]) for t in texts])
+    assert {s[0] for s in shapes[:3]} == {16, 10} and len(shapes) == 3 + len(texts)
+    assert all(length % 32 == 0 for _, length in shapes)
+    assert len(set(shapes)) < len({len(t) for t in texts})  # far fewer shapes than lengths
+    np.testing.assert_allclose(together, alone, atol=1e-3)
+
+
 def test_a_second_run_exports_nothing(settings, shared):
     CachedEmbedder(with_backend(settings, "onnx-int8"), shared).backend.load()
     root = shared.directory / "exported-embedders"
