@@ -120,7 +120,7 @@ def test_a_one_thread_openvino_run_keeps_every_core(settings, shared, monkeypatc
 
 
 def test_the_runtime_sees_few_input_shapes_whatever_the_batch(settings, shared, reference):
-    """OpenVINO keeps memory for every input shape it has run: a batch of 64 texts of
+    """OpenVINO keeps memory for every input shape it has run: a batch of 42 texts of
     many lengths reaches it in pieces of at most 16 texts, padded to a multiple of 32
     tokens, and gives the vectors of one text at a time."""
     texts, _ = reference
