@@ -133,11 +133,17 @@ def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = prin
                      write_report(session.run_dir))
 
 
-def report(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Write the report of the finished run in ``run_dir`` (see ``kgrag.report``)."""
+def report(run: str | Path, out: str | Path | None = None) -> Path:
+    """Write the report of a finished run (see ``kgrag.report``): ``run`` is its folder, or
+    the spec that wrote it (its folder is then the spec's ``outputs/<name>``), as every
+    other command takes a spec."""
     from kgrag.report.page import write_report
+    from kgrag.spec.load import load_spec
 
-    return write_report(Path(run_dir), None if out is None else Path(out))
+    folder = Path(run)
+    if folder.is_file():
+        folder = load_spec(folder).output_dir
+    return write_report(folder, None if out is None else Path(out))
 
 
 @dataclass(frozen=True)

@@ -211,9 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="write one self-contained report.html of a finished "
                        "run: metric bars, sweep curves, graph builds, every question with its "
                        "units' text, the corpus")
-    p.add_argument("outputs", metavar="OUTPUTS_DIR", help="the run's folder (outputs/<spec name>)")
+    p.add_argument("outputs", metavar="RUN", help="the run's spec, or its folder "
+                   "(outputs/<spec name>)")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="the page to write (default: OUTPUTS_DIR/report.html)")
+                   help="the page to write (default: report.html in the run's folder)")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("query", help="answer a question against the built index, or each "

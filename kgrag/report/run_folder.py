@@ -38,8 +38,8 @@ class RunFolder:
         """The finished run in ``path``, evaluated unless its corpus has no questions, or
         a ``KgragError`` that says why not."""
         if not path.is_dir():
-            raise KgragError(f"no run folder {path}: give a run's outputs folder "
-                             "(outputs/<spec name>)")
+            raise KgragError(f"no run folder {path}: give a run's spec or its outputs "
+                             "folder (outputs/<spec name>)")
         if not (path / MANIFEST).is_file():
             raise KgragError(f"{path} is not a run folder: it has no {MANIFEST} (a run "
                              "writes outputs/<spec name>/)")

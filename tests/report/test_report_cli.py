@@ -1,4 +1,4 @@
-"""``kgrag report OUTPUTS_DIR`` and the report at the end of ``kgrag run``; a folder
+"""``kgrag report RUN`` (a spec, or its run folder) and the report at the end of ``kgrag run``; a folder
 that holds no finished, evaluated run is one error line and exit code 2."""
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ def test_kgrag_run_ends_with_the_report(project: Path, monkeypatch: pytest.Monke
     assert capsys.readouterr().out.splitlines()[-1] == f"report: {report}"
     page = report.read_text()
     assert "<tr><td>dense</td><td>An answer from the evidence</td>" in page
+    report.unlink()
+    assert main(["report", str(spec)]) == 0  # the spec, as run and query take it
+    assert capsys.readouterr().out.startswith(f"report: {report} (")
+    assert report.read_text().count("An answer from the evidence") == page.count(
+        "An answer from the evidence")
 
 
 def errors_of(argv: list[str], capsys: pytest.CaptureFixture) -> list[str]:
@@ -57,8 +62,8 @@ def errors_of(argv: list[str], capsys: pytest.CaptureFixture) -> list[str]:
 def test_a_folder_that_is_no_run_is_one_error(tmp_path: Path,
                                              capsys: pytest.CaptureFixture) -> None:
     [line] = errors_of(["report", str(tmp_path / "nowhere")], capsys)
-    assert line == f"kgrag: error: no run folder {tmp_path / 'nowhere'}: give a run's outputs " \
-                   "folder (outputs/<spec name>)"
+    assert line == f"kgrag: error: no run folder {tmp_path / 'nowhere'}: give a run's spec " \
+                   "or its outputs folder (outputs/<spec name>)"
     (tmp_path / "notes.txt").write_text("not a run")
     [line] = errors_of(["report", str(tmp_path)], capsys)
     assert line == f"kgrag: error: {tmp_path} is not a run folder: it has no {MANIFEST} (a run " \
