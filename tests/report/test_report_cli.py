@@ -1,5 +1,5 @@
-"""``kgrag report RUN`` (a spec, or its run folder) and the report at the end of ``kgrag run``; a folder
-that holds no finished, evaluated run is one error line and exit code 2."""
+"""``kgrag report RUN`` (a spec, or its run folder) and the report at the end of ``kgrag
+run``; a folder that holds no finished, evaluated run is one error line and exit code 2."""
 
 from __future__ import annotations
 
