@@ -271,9 +271,13 @@ def open_query(spec_path: str | Path, strategy: str | None = None,
     """Load one of the spec's strategies for questions (building its index if needed)."""
     session = open_session(spec_path)
     name, step = _query_step(session, strategy)
-    index_steps = [dep for role, dep in step.inputs.items() if role != "corpus"]
-    run_plan(session.plan, spec=session.spec, models=session.models, run_dir=session.run_dir,
-             steps=session.plan.upstream(index_steps), echo=echo)
+    index_steps = session.plan.upstream(
+        [dep for role, dep in step.inputs.items() if role != "corpus"])
+    # a run records the steps it ran in the folder's manifest; a query that builds nothing
+    # leaves the last run's (``kgrag report`` reads it) as it was
+    if not all(reusable(session.artefact(s.name)) for s in index_steps):
+        run_plan(session.plan, spec=session.spec, models=session.models,
+                 run_dir=session.run_dir, steps=index_steps, echo=echo)
     inputs = {role: session.artefact(dep) for role, dep in step.inputs.items()}
     chosen = load_strategy(step.config, inputs, session.models)
     documents = read_documents(session.artefact("corpus"), ["doc_id", "title"])

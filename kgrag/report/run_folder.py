@@ -59,9 +59,8 @@ class RunFolder:
             return cls(path, manifest, read_metrics(artefacts[EVALUATE]), artefacts)
         if CORPUS not in artefacts or not read_questions(artefacts[CORPUS]).is_empty():
             raise KgragError(f"the last run in {path} evaluated nothing, though its corpus has "
-                             "questions: a `kgrag query` ran there since (it records only the "
-                             "steps it needs); `kgrag run SPEC` evaluates, reusing every "
-                             "artefact")
+                             "questions: it was a `kgrag query`'s, which builds only the steps "
+                             "it needs; `kgrag run SPEC` evaluates, reusing every artefact")
         return cls(path, manifest, None, artefacts)
 
     def artefact(self, step: str) -> Path:

@@ -76,15 +76,20 @@ def test_a_folder_that_is_no_run_is_one_error(tmp_path: Path,
 def test_a_run_that_did_not_finish_or_evaluate_is_one_error(
         project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     spec = run_spec(project, monkeypatch, questions=0)
-    assert main(["run", str(spec)]) == 0
     folder = project / "outputs" / "small"
-    manifest = json.loads((folder / MANIFEST).read_text())
-    # a query records only the steps it needs: the folder's last run evaluated nothing
+    # a query that builds the index records only the steps it ran: nothing evaluated
     assert main(["query", str(spec), "Where is Van Hook Township?"]) == 0
     capsys.readouterr()
     [line] = errors_of(["report", str(folder)], capsys)
     assert line.startswith(f"kgrag: error: the last run in {folder} evaluated nothing, though "
-                           "its corpus has questions: a `kgrag query` ran there since")
+                           "its corpus has questions: it was a `kgrag query`'s")
+    assert main(["run", str(spec)]) == 0
+    manifest = json.loads((folder / MANIFEST).read_text())
+    # a query that builds nothing leaves the run's manifest, and its report, as they were
+    assert main(["query", str(spec), "Where is Van Hook Township?"]) == 0
+    assert json.loads((folder / MANIFEST).read_text()) == manifest
+    assert main(["report", str(spec)]) == 0
+    capsys.readouterr()
     (folder / MANIFEST).write_text(json.dumps({**manifest, "status": "running"}))
     [line] = errors_of(["report", str(folder)], capsys)
     assert line == (f"kgrag: error: the run in {folder} has not finished (it is running, or "
