@@ -55,14 +55,6 @@ class PeakSampler:
         return peak
 
 
-def ann_defaults() -> dict[str, object]:
-    """The spec's ``dense_index.ann: {}``, as the schema fills it."""
-    schema = json.loads((Path(__file__).parent.parent / "schemas" / "pipeline.schema.json")
-                        .read_text())
-    return {key: prop["default"] for key, prop in schema["$defs"]["ann"]["properties"].items()
-            if "default" in prop}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chunks", type=Path, help="a chunks artefact folder")
@@ -81,6 +73,8 @@ def main() -> None:
     from kgrag.models.cache import CallCache
     from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings
     from kgrag.models.registry import resolve_embedder
+    from kgrag.spec.schema import SCHEMA, fill_defaults
+    from kgrag.store.vectors import ann_settings
 
     sampler = PeakSampler()
     args.out.mkdir(parents=True, exist_ok=False)
@@ -117,7 +111,9 @@ def main() -> None:
         np.save(args.vectors, vectors)
 
     started = time.perf_counter()
-    table = write_dense(args.out, ids, vectors, ann_defaults())
+    # the spec's ``dense_index: {ann: {}}`` as the step's fingerprint keeps it
+    ann = ann_settings(fill_defaults({}, SCHEMA["$defs"]["ann"]))
+    table = write_dense(args.out, ids, vectors, ann)
     table_s, table_peak = time.perf_counter() - started, sampler.take()
     print(json.dumps({
         "kgrag": str(Path(kgrag.__file__).parent.parent), "chunks": len(ids),
