@@ -25,6 +25,7 @@ from kgrag.models.embed.embedder import (
     runner,
 )
 from kgrag.models.embed.export import LOCK, MANIFEST
+from kgrag.models.embed.runtime import PAD_TO, RUN_TEXTS
 from kgrag.models.registry import resolve_embedder
 from tests.conftest import SHARED_DATA, write_spec
 
@@ -121,8 +122,8 @@ def test_a_one_thread_openvino_run_keeps_every_core(settings, shared, monkeypatc
 
 def test_the_runtime_sees_few_input_shapes_whatever_the_batch(settings, shared, reference):
     """OpenVINO keeps memory for every input shape it has run: a batch of 42 texts of
-    many lengths reaches it in pieces of at most 16 texts, padded to a multiple of 32
-    tokens, and gives the vectors of one text at a time."""
+    many lengths reaches it in pieces of at most ``RUN_TEXTS`` texts, padded to a multiple
+    of ``PAD_TO`` tokens, and gives the vectors of one text at a time."""
     texts, _ = reference
     embedder = CachedEmbedder(with_backend(settings, "openvino-int8"), shared)
     backend = embedder.backend
@@ -137,8 +138,11 @@ def test_the_runtime_sees_few_input_shapes_whatever_the_batch(settings, shared, 
     backend._run = seen
     together = backend.encode(texts)
     alone = np.concatenate([backend.encode([t]) for t in texts])
-    assert {s[0] for s in shapes[:3]} == {16, 10} and len(shapes) == 3 + len(texts)
-    assert all(length % 32 == 0 for _, length in shapes)
+    pieces = -(-len(texts) // RUN_TEXTS)
+    assert len(texts) > RUN_TEXTS and len(shapes) == pieces + len(texts)
+    assert [s[0] for s in shapes[:pieces]] == [
+        min(RUN_TEXTS, len(texts) - start) for start in range(0, len(texts), RUN_TEXTS)]
+    assert all(length % PAD_TO == 0 for _, length in shapes)
     assert len(set(shapes)) < len({len(t) for t in texts})  # far fewer shapes than lengths
     np.testing.assert_allclose(together, alone, atol=1e-3)
 
