@@ -241,9 +241,10 @@ def tile(size: str, copies: int, seed: int, data: Path) -> dict[str, Path]:
 
     from kgrag.api import open_session
     from kgrag.contents.chunks import read_chunks, write_chunks
-    from kgrag.contents.dense import open_dense, write_dense
+    from kgrag.contents.dense import DENSE_TABLE, open_dense
     from kgrag.contents.entities import read_entities, read_relationships, write_entity_tables
     from kgrag.contents.extraction import read_counts, write_counts
+    from kgrag.store.vectors import VectorTable
 
     session = open_session(spec_for(size, seed, data))
     out = ROOT / "outputs" / "scale-tiled" / f"{size}x{copies}"
@@ -262,8 +263,8 @@ def tile(size: str, copies: int, seed: int, data: Path) -> dict[str, Path]:
     write_chunks(folders["chunks"], renamed(read_chunks(session.artefact("chunks")),
                                             ["chunk_id", "doc_id"], []))
     ids, matrix = open_dense(session.artefact("dense")).matrix()
-    write_dense(folders["dense"], [i + s for s in suffixes for i in ids],
-                np.tile(matrix, (copies, 1)))
+    VectorTable.create(folders["dense"], DENSE_TABLE, [i + s for s in suffixes for i in ids],
+                       np.tile(matrix, (copies, 1)))
     extract = session.artefact("extract.nlp-kg")
     write_counts(folders["extract.nlp-kg"], renamed(read_counts(extract), ["chunk_id"], []))
     write_entity_tables(folders["extract.nlp-kg"],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,13 @@ def count_chunks(folder: Path) -> int | None:
 
 def read_chunks(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:
     return pl.read_parquet(folder / CHUNKS_FILE, columns=columns)
+
+
+def chunk_parts(folder: Path, rows: int) -> Iterator[tuple[list[str], list[str]]]:
+    """Every chunk's id and ``context``, in the artefact's order, ``rows`` chunks at a
+    time: the reader decodes one row group of the file at a time, not the whole column."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(folder / CHUNKS_FILE) as table:
+        for batch in table.iter_batches(rows, columns=["chunk_id", "context"]):
+            yield batch.column("chunk_id").to_pylist(), batch.column("context").to_pylist()

@@ -1,28 +1,89 @@
-"""The ``dense`` artefact (step ``dense_index``): one vector per chunk, by ``chunk_id``."""
+"""The ``dense`` artefact (step ``dense_index``): one vector per chunk, by ``chunk_id``,
+with a digest of the text each vector embeds.
+
+Both ways of making it go through the chunks a part at a time (``PART_ROWS``): the texts
+of one part are embedded and appended to the table before the next part is read, so the
+step holds one part's texts and vectors whatever the corpus's size. A rebuild over a
+changed corpus (``grow_dense``) compares digests, embeds only the chunks whose text is
+new and folds them into the earlier table's index.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 
-from kgrag.store.vectors import VectorTable
+from kgrag.contents.chunks import chunk_parts, count_chunks
+from kgrag.progress import Progress
+from kgrag.store.vectors import FOLD_SHARE, Part, VectorTable
 
 DENSE_TABLE = "chunks"
+# Chunks embedded and appended at a time: about 45 MB of texts and 50 MB of 384-dimension
+# vectors (with the embedder's own copies) at 1.4 KB of text a chunk.
+PART_ROWS = 32_768
+
+# texts to their unit vectors, ticking the step's progress once per text
+Embed = Callable[[list[str], Progress], np.ndarray]
 
 
-def write_dense(folder: Path, chunk_ids: list[str], vectors: np.ndarray,
+def digests(texts: list[str]) -> list[str]:
+    """What tells a chunk's text from another's: 128 bits of BLAKE2b."""
+    return [hashlib.blake2b(text.encode(), digest_size=16).hexdigest() for text in texts]
+
+
+def write_dense(folder: Path, chunks: Path, embed: Embed,
                 ann: dict[str, Any] | None = None) -> VectorTable:
-    """The table, with an ANN index when ``ann`` asks for one at this size."""
-    return VectorTable.create(folder, DENSE_TABLE, chunk_ids, vectors, ann)
+    """The table of the chunks artefact ``chunks``, embedded a part at a time, with an
+    ANN index where ``ann`` asks for one at its size."""
+    report = Progress("embed", count_chunks(chunks), unit="text")
+    parts = (Part(ids, embed(texts, report), digests(texts))
+             for ids, texts in chunk_parts(chunks, PART_ROWS))
+    table = VectorTable.write(folder, DENSE_TABLE, parts)
+    report.close()
+    return table.indexed(ann)
 
 
-def grow_dense(folder: Path, earlier: Path, chunk_ids: list[str], vectors: np.ndarray,
+def grow_dense(folder: Path, earlier: Path, chunks: Path, embed: Embed,
                ann: dict[str, Any] | None) -> VectorTable | None:
     """``write_dense``'s table made from ``earlier``'s (a ``dense`` artefact of the same
-    settings), or None where it cannot be (``VectorTable.grow``)."""
-    return VectorTable.grow(folder, DENSE_TABLE, earlier, chunk_ids, vectors, ann)
+    settings): its rows whose chunk is gone or whose text changed deleted, the new
+    chunks embedded and folded into its index (``VectorTable.grow``). None, for
+    ``write_dense`` to build it, where that would make no index, the earlier table has
+    none, or more than ``FOLD_SHARE`` of the chunks are new. Only the new chunks' texts
+    are held, at most ``FOLD_SHARE`` of them."""
+    total = count_chunks(chunks) or 0
+    before = VectorTable.open(earlier, DENSE_TABLE)
+    if ann is None or total <= ann["min_rows"] or before.ann is None:
+        return None
+    held = pl.from_arrow(before.digests())
+    assert isinstance(held, pl.DataFrame), "a table reads as a frame"
+    kept, new = [], []
+    for ids, texts in chunk_parts(chunks, PART_ROWS):
+        part = pl.DataFrame({"id": ids, "digest": digests(texts), "text": texts},
+                            schema={"id": pl.String, "digest": pl.String, "text": pl.String})
+        kept.append(part.join(held, on=["id", "digest"], how="semi")["id"])
+        new.append(part.join(held, on=["id", "digest"], how="anti"))
+        if sum(frame.height for frame in new) > FOLD_SHARE * total:
+            return None
+    unchanged = pl.concat(kept)
+    gone = held.filter(~pl.col("id").is_in(unchanged.implode()))["id"].to_list()
+    added = pl.concat(new)
+    report = Progress("embed", added.height, unit="text")
+
+    def parts() -> Iterator[Part]:
+        for start in range(0, added.height, PART_ROWS):
+            rows = added.slice(start, PART_ROWS)
+            texts = rows["text"].to_list()
+            yield Part(rows["id"].to_list(), embed(texts, report), rows["digest"].to_list())
+
+    table = VectorTable.grow(folder, DENSE_TABLE, earlier, gone, parts())
+    report.close()
+    return table
 
 
 def open_dense(folder: Path) -> VectorTable:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
 # is searched belong together (both are in the step's fingerprint), and a reader then
 # needs nothing but the folder.
 ANN_SUFFIX = ".ann.json"
-# A grown table keeps its index when at most this share of its rows is new; past it
-# the index is trained anew, as the partitions learnt from the old rows may fit the
+# A grown table keeps its index when at most this share of its rows is new (the caller
+# of ``grow`` judges): past it the index is trained anew, as the partitions learnt from the old rows may fit the
 # new ones poorly (LanceDB's advice; the share is a judgement, not a measurement).
 FOLD_SHARE = 0.2
 # Rows a table is read in at a time (``rows``): 12 MB of 384-dimension vectors.
@@ -48,61 +49,75 @@ def ann_settings(ann: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in ann.items() if key not in ignored}
 
 
+class Part(NamedTuple):
+    """Rows of a table: ids, their vectors and, where the caller keeps one, a digest of
+    what each vector embeds (``digest``, to tell later which rows changed)."""
+
+    ids: list[str]
+    vectors: np.ndarray
+    digests: list[str] | None = None
+
+
 class VectorTable:
     """Cosine search over unit vectors: a flat (exact) scan, or past ``ann["min_rows"]``
     rows an approximate one through a LanceDB ANN index (``create``'s ``ann``, the spec's
     ``dense_index.ann``). At tens of thousands of rows the flat scan is both faster to
     build and more accurate; at a million it costs a question about a second."""
 
-    def __init__(self, table: lancedb.table.Table, ann: dict[str, Any] | None = None,
-                 folded: int | None = None) -> None:
+    def __init__(self, table: lancedb.table.Table, folder: Path,
+                 ann: dict[str, Any] | None = None, folded: int | None = None) -> None:
         # folded: the rows added to an earlier table's index (``grow``), None if built
-        self._table, self.ann, self.folded = table, ann, folded
+        self._table, self._folder, self.ann, self.folded = table, folder, ann, folded
 
     @classmethod
     def create(cls, folder: Path, name: str, ids: list[str], vectors: np.ndarray,
                ann: dict[str, Any] | None = None) -> VectorTable:
-        if len(ids) != len(vectors) or not ids:
-            raise KgragError(f"cannot index {len(ids)} ids with {len(vectors)} vectors")
-        import lancedb
-
-        data = _rows(ids, vectors.astype(np.float32))
-        table = lancedb.connect(str(folder)).create_table(name, data=data)
-        if ann is None or len(ids) <= ann["min_rows"]:
-            return cls(table)
-        _build_index(table, ann)
-        search = {key: ann[key] for key in SEARCH_KEYS if key in ann}
-        (folder / f"{name}{ANN_SUFFIX}").write_text(json.dumps(search, sort_keys=True))
-        return cls(table, search)
+        """A table of ``ids`` and their ``vectors``, with the ANN index ``ann`` asks for at
+        its size."""
+        return cls.write(folder, name, [Part(ids, vectors)]).indexed(ann)
 
     @classmethod
-    def grow(cls, folder: Path, name: str, earlier: Path, ids: list[str], vectors: np.ndarray,
-             ann: dict[str, Any] | None) -> VectorTable | None:
-        """``create``'s table of ``ids`` and ``vectors`` made from ``earlier``'s (a folder
-        whose table ``name`` was made with the same ``ann`` over other rows): that table
-        copied, the rows whose id is gone or whose vector changed deleted, the new ones
-        added and folded into its index (LanceDB's ``optimize``, which keeps the partitions
-        the index was trained on), a second or so where training the index takes minutes.
-        None, for ``create`` to build it, where ``create`` would make no index or the
-        earlier table has none, or more than ``FOLD_SHARE`` of the rows are new. Whatever
+    def write(cls, folder: Path, name: str, parts: Iterable[Part]) -> VectorTable:
+        """A table of the rows of ``parts``, in order, appended a part at a time: the
+        caller holds one part's vectors, never the table's. No ANN index (``indexed``)."""
+        import lancedb
+
+        table = None
+        for part in parts:
+            rows = _rows(part)
+            if table is None:
+                table = lancedb.connect(str(folder)).create_table(name, data=rows)
+            else:
+                table.add(rows)
+        if table is None:
+            raise KgragError(f"cannot make vector table {name!r} of no rows")
+        return cls(table, folder)
+
+    def indexed(self, ann: dict[str, Any] | None) -> VectorTable:
+        """This table searched through the ANN index ``ann`` describes, built now, where
+        it has more than ``ann["min_rows"]`` rows; else searched by a flat scan."""
+        if ann is None or len(self) <= ann["min_rows"]:
+            return self
+        _build_index(self._table, ann)
+        search = {key: ann[key] for key in SEARCH_KEYS if key in ann}
+        (self._folder / f"{self._table.name}{ANN_SUFFIX}").write_text(
+            json.dumps(search, sort_keys=True))
+        return VectorTable(self._table, self._folder, search)
+
+    @classmethod
+    def grow(cls, folder: Path, name: str, earlier: Path, gone: list[str],
+             added: Iterable[Part]) -> VectorTable:
+        """``earlier``'s table ``name``, which has an ANN index, copied into ``folder``,
+        the rows of the ``gone`` ids deleted and the rows of ``added`` appended and folded
+        into its index (LanceDB's ``optimize``, which keeps the partitions the index was
+        trained on): a second or so, where training the index anew takes minutes. The
+        caller judges whether the old partitions still fit (``FOLD_SHARE``). Whatever
         fails midway leaves nothing in ``folder``."""
         import lancedb
 
-        if (ann is None or len(ids) <= ann["min_rows"]
-                or not (earlier / f"{name}{ANN_SUFFIX}").exists()):
-            return None
-        vectors = vectors.astype(np.float32)
         before = cls.open(earlier, name)
-        old_ids, old_vectors = before.rows()
-        at = {i: n for n, i in enumerate(old_ids)}
-        same = np.array([i in at for i in ids])
-        same[same] = (old_vectors[[at[i] for i, kept in zip(ids, same) if kept]]
-                      == vectors[same]).all(axis=1)
-        if (~same).sum() > FOLD_SHARE * len(ids):
-            return None
-        kept = {i for i, unchanged in zip(ids, same) if unchanged}
-        gone = [i for i in old_ids if i not in kept]
-        new = np.flatnonzero(~same)
+        if before.ann is None:
+            raise KgragError(f"{earlier / name} has no ANN index to grow")
         copy = folder / f"{name}.lance"
         try:
             shutil.copytree(earlier / f"{name}.lance", copy)
@@ -110,17 +125,19 @@ class VectorTable:
             if gone:
                 quoted = ",".join("'" + i.replace("'", "''") + "'" for i in gone)
                 table.delete(f"id IN ({quoted})")
-            if len(new):
-                table.add(_rows([ids[n] for n in new], vectors[new]))
+            folded = 0
+            for part in added:
+                table.add(_rows(part))
+                folded += len(part.ids)
             table.optimize()
             if sum(index.num_unindexed_rows or 0 for index in table.list_indices()):
                 raise KgragError(f"the index of {earlier / name} did not take the new rows")
             shutil.copyfile(earlier / f"{name}{ANN_SUFFIX}", folder / f"{name}{ANN_SUFFIX}")
-        except BaseException:  # nothing left for create, which builds the table instead
+        except BaseException:  # nothing left, for ``write`` to build the table instead
             shutil.rmtree(copy, ignore_errors=True)
             (folder / f"{name}{ANN_SUFFIX}").unlink(missing_ok=True)
             raise
-        return cls(table, before.ann, len(new))
+        return cls(table, folder, before.ann, folded)
 
     @classmethod
     def open(cls, folder: Path, name: str) -> VectorTable:
@@ -131,10 +148,22 @@ class VectorTable:
         except (FileNotFoundError, ValueError) as exc:
             raise KgragError(f"no vector table {name!r} in {folder}: {exc}") from exc
         settings = folder / f"{name}{ANN_SUFFIX}"
-        return cls(table, json.loads(settings.read_text()) if settings.exists() else None)
+        return cls(table, folder,
+                   json.loads(settings.read_text()) if settings.exists() else None)
 
     def __len__(self) -> int:
         return self._table.count_rows()
+
+    @property
+    def dim(self) -> int:
+        return int(self._table.schema.field("vector").type.list_size)
+
+    def digests(self) -> Any:
+        """Every row's id and ``digest`` (``Part.digests``), as an Arrow table; a
+        ``KgragError`` where the table keeps no digests."""
+        if "digest" not in self._table.schema.names:
+            raise KgragError(f"vector table {self._table.name!r} keeps no digests")
+        return self._table.search().select(["id", "digest"]).limit(None).to_arrow()
 
     def matrix(self) -> tuple[list[str], np.ndarray]:
         """Every id with its vector, row-normalised (float32), for in-memory search.
@@ -154,7 +183,7 @@ class VectorTable:
         into one matrix. The whole table as Arrow, then its copy as float32 held three
         matrices at once, and left most of the 530 MB it took at 110,056 rows of 384
         dimensions resident after (docs/scale.md); this holds the matrix and one batch."""
-        size = self._table.schema.field("vector").type.list_size
+        size = self.dim
         values = np.empty((len(self), size), dtype=np.float32)
         ids: list[str] = []
         query = self._table.search().select(["id", "vector"]).limit(None)
@@ -189,13 +218,20 @@ class VectorTable:
         return [(i, 1.0 - d) for i, d in zip(ids, distances)]
 
 
-def _rows(ids: list[str], vectors: np.ndarray) -> Any:
-    """An Arrow table of ``ids`` and their float32 ``vectors``."""
+def _rows(part: Part) -> Any:
+    """An Arrow table of ``part``'s ids, float32 vectors and digests where it has them."""
     import pyarrow as pa
 
-    return pa.table({"id": pa.array(ids, pa.string()),
-                     "vector": pa.FixedSizeListArray.from_arrays(
-                         pa.array(vectors.ravel(), pa.float32()), vectors.shape[1])})
+    if len(part.ids) != len(part.vectors) or not part.ids or (
+            part.digests is not None and len(part.digests) != len(part.ids)):
+        raise KgragError(f"cannot index {len(part.ids)} ids with {len(part.vectors)} vectors")
+    vectors = part.vectors.astype(np.float32)
+    columns = {"id": pa.array(part.ids, pa.string()),
+               "vector": pa.FixedSizeListArray.from_arrays(
+                   pa.array(vectors.ravel(), pa.float32()), vectors.shape[1])}
+    if part.digests is not None:
+        columns["digest"] = pa.array(part.digests, pa.string())
+    return pa.table(columns)
 
 
 def _build_index(table: lancedb.table.Table, ann: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kgrag.errors import KgragError
-from kgrag.store.vectors import ANN_SUFFIX, VectorTable, ann_settings
+from kgrag.store.vectors import ANN_SUFFIX, Part, VectorTable, ann_settings
 
 HNSW = {"min_rows": 100, "index": "ivf_hnsw_sq", "m": 20, "ef_construction": 300,
         "nprobes": 20}
@@ -87,14 +87,18 @@ def test_a_grown_table_keeps_its_index_and_holds_exactly_the_new_rows(tmp_path: 
     vectors = clustered(700)
     ids = [f"c{i}" for i in range(700)]
     VectorTable.create(tmp_path / "before", "chunks", ids[:600], vectors[:600], HNSW)
-    # five rows gone, three changed, a hundred new (a sixth of the table)
+    # five rows gone, three changed, a hundred new (a sixth of the table), in two parts
     now_ids = ids[5:700]
     now = vectors[5:700].copy()
     now[[10, 20, 30]] = clustered(3, seed=1)
+    changed = [now_ids[n] for n in (10, 20, 30)]
+    added = changed + now_ids[595:]
+    added_vectors = np.concatenate([now[[10, 20, 30]], now[595:]])
     (tmp_path / "after").mkdir()
-    table = VectorTable.grow(tmp_path / "after", "chunks", tmp_path / "before", now_ids, now,
-                             HNSW)
-    assert table is not None and table.folded == 103
+    table = VectorTable.grow(tmp_path / "after", "chunks", tmp_path / "before",
+                             ids[:5] + changed, [Part(added[:50], added_vectors[:50]),
+                                                 Part(added[50:], added_vectors[50:])])
+    assert table.folded == 103
     reopened = VectorTable.open(tmp_path / "after", "chunks")
     got_ids, got = reopened.rows()
     order = np.argsort(got_ids)
@@ -107,42 +111,20 @@ def test_a_grown_table_keeps_its_index_and_holds_exactly_the_new_rows(tmp_path: 
     assert sorted(VectorTable.open(tmp_path / "before", "chunks").rows()[0]) == sorted(ids[:600])
 
 
-def test_a_table_grown_by_more_than_the_fold_share_or_from_a_flat_one_is_built_anew(
-        tmp_path: Path) -> None:
-    vectors = clustered(800)
-    ids = [f"c{i}" for i in range(800)]
-    VectorTable.create(tmp_path / "indexed", "chunks", ids[:400], vectors[:400], HNSW)
-    (tmp_path / "twice").mkdir()
-    assert VectorTable.grow(tmp_path / "twice", "chunks", tmp_path / "indexed", ids, vectors,
-                            HNSW) is None
-    assert not list((tmp_path / "twice").iterdir())  # nothing written: create builds it
-    VectorTable.create(tmp_path / "flat", "chunks", ids[:90], vectors[:90], HNSW)
-    assert VectorTable.grow(tmp_path / "twice", "chunks", tmp_path / "flat", ids[:120],
-                            vectors[:120], HNSW) is None
-    # nor is a table grown into one that takes no index
-    assert VectorTable.grow(tmp_path / "twice", "chunks", tmp_path / "indexed", ids[:401],
-                            vectors[:401], None) is None
-
-
-def test_an_earlier_table_that_cannot_be_read_leaves_nothing_and_is_built_anew(
-        tmp_path: Path) -> None:
-    """Damage its listing did not show (a data file cut short): growing fails, leaves
-    nothing behind, and the table is then built as if there were no earlier one (the
-    step says so and builds, ``StepContext.from_earlier``)."""
-    vectors = clustered(640)
-    ids = [f"c{i}" for i in range(640)]
-    VectorTable.create(tmp_path / "before", "chunks", ids[:600], vectors[:600], HNSW)
-    for data in (tmp_path / "before" / "chunks.lance" / "data").iterdir():
-        data.write_bytes(data.read_bytes()[:100])
-    (tmp_path / "after").mkdir()
-    with pytest.raises(Exception):  # noqa: B017 - whatever LanceDB raises on a cut file
-        VectorTable.grow(tmp_path / "after", "chunks", tmp_path / "before", ids, vectors, HNSW)
-    assert not list((tmp_path / "after").iterdir())
-    table = VectorTable.create(tmp_path / "after", "chunks", ids, vectors, HNSW)
-    got_ids, got = VectorTable.open(tmp_path / "after", "chunks").rows()
+def test_a_table_written_in_parts_is_the_table_of_their_rows_in_order(tmp_path: Path) -> None:
+    vectors = clustered(300)
+    ids = [f"c{i}" for i in range(300)]
+    parts = [Part(ids[s:s + 70], vectors[s:s + 70], [f"d{i}" for i in range(s, min(s + 70, 300))])
+             for s in range(0, 300, 70)]
+    table = VectorTable.write(tmp_path, "chunks", iter(parts)).indexed(HNSW)
+    assert table.ann is not None and table.dim == 64
+    got_ids, got = VectorTable.open(tmp_path, "chunks").rows()
     assert got_ids == ids and np.array_equal(got, vectors)
-    assert table.search(vectors[620], 1)[0][0] == "c620"
-
+    assert table.digests().column("digest").to_pylist() == [f"d{i}" for i in range(300)]
+    with pytest.raises(KgragError, match="of no rows"):
+        VectorTable.write(tmp_path / "none", "chunks", iter([]))
+    with pytest.raises(KgragError, match="keeps no digests"):
+        VectorTable.create(tmp_path / "plain", "chunks", ids[:5], vectors[:5]).digests()
 
 
 def test_a_grown_table_whose_index_record_cannot_be_copied_leaves_nothing(
@@ -163,7 +145,8 @@ def test_a_grown_table_whose_index_record_cannot_be_copied_leaves_nothing(
     monkeypatch.setattr(shutil, "copyfile", full)
     (tmp_path / "after").mkdir()
     with pytest.raises(OSError, match="No space"):
-        VectorTable.grow(tmp_path / "after", "chunks", tmp_path / "before", ids, vectors, HNSW)
+        VectorTable.grow(tmp_path / "after", "chunks", tmp_path / "before", [],
+                         [Part(ids[600:], vectors[600:])])
     assert not list((tmp_path / "after").iterdir())
     monkeypatch.undo()
     VectorTable.create(tmp_path / "after", "chunks", ids, vectors, HNSW)

@@ -88,7 +88,8 @@ class CachedEmbedder:
         return request_key("embed", {"model_sha256": self.settings.sha256, "normalize": True,
                                      "text": text, **chosen})
 
-    def encode(self, texts: list[str], executor: Executor | None = None) -> np.ndarray:
+    def encode(self, texts: list[str], executor: Executor | None = None,
+               progress: Progress | None = None) -> np.ndarray:
         """Vectors for ``texts`` in order, a batch of ``batch_size`` texts at a time.
 
         Each batch's misses are claimed in the cache, encoded in one backend call and
@@ -101,12 +102,13 @@ class CachedEmbedder:
         ``executor`` (this process by default) computes the batches' misses: on Ray,
         several batches at once, each by a worker's own copy of the backend; the batches
         are the same, so the vectors are too. Progress is reported per batch (a hundred
-        thousand sentences take minutes).
+        thousand sentences take minutes), on ``progress`` where a caller embeds in
+        several calls, else on a count of its own.
         """
         unique = sorted(dict.fromkeys(texts), key=len, reverse=True)
         size = self.settings.batch_size
         batches = [unique[start:start + size] for start in range(0, len(unique), size)]
-        report = Progress("embed", len(unique), unit="text")
+        report = progress or Progress("embed", len(texts), unit="text")
 
         def counted(done: Iterable[list[np.ndarray]]) -> Iterator[None]:
             for batch in done:
@@ -115,10 +117,12 @@ class CachedEmbedder:
 
         encoded = (executor or LocalExecutor()).map_work(
             Encoding(self.backend), self._encode_batch, batches, counted)
-        report.close()
+        report.tick(len(texts) - len(unique))  # repeats of a text in hand
+        if progress is None:
+            report.close()
         vectors = {text: vector for batch, found in zip(batches, encoded)
                    for text, vector in zip(batch, found)}
-        self.calls.repeated(len(texts) - len(unique))  # repeats of a text in hand
+        self.calls.repeated(len(texts) - len(unique))
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([vectors[t] for t in texts])
