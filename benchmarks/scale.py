@@ -260,8 +260,8 @@ def tile(size: str, copies: int, seed: int, data: Path) -> dict[str, Path]:
 
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
-    write_chunks(folders["chunks"], renamed(read_chunks(session.artefact("chunks")),
-                                            ["chunk_id", "doc_id"], []))
+    write_chunks(folders["chunks"], [renamed(read_chunks(session.artefact("chunks")),
+                                             ["chunk_id", "doc_id"], [])])
     ids, matrix = open_dense(session.artefact("dense")).matrix()
     VectorTable.create(folders["dense"], DENSE_TABLE, [i + s for s in suffixes for i in ids],
                        np.tile(matrix, (copies, 1)))

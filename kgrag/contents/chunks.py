@@ -13,12 +13,15 @@ documents whose digest is unchanged from here (``read_kept``) and cuts only the 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from kgrag.errors import KgragError
 
 CHUNKS_FILE = "chunks.parquet"
 DIGESTS_FILE = "document_digests.parquet"
@@ -26,11 +29,37 @@ DIGESTS_FILE = "document_digests.parquet"
 UNIT_COLUMNS = ["chunk_id", "doc_id", "context", "context_tokens"]
 
 
-def write_chunks(folder: Path, chunks: pl.DataFrame, digests: pl.DataFrame | None = None
-                 ) -> None:
-    chunks.write_parquet(folder / CHUNKS_FILE)
+# Chunks written to the file at a time (a row group): a writer holds about 100 MB of them.
+ROW_GROUP = 32_768
+
+
+def write_chunks(folder: Path, parts: Iterable[pl.DataFrame],
+                 digests: pl.DataFrame | None = None) -> int:
+    """The chunk table of ``parts`` (frames of the same columns, in order), written as
+    they come, a row group of ``ROW_GROUP`` chunks at a time; how many were written."""
+    import pyarrow.parquet as pq
+
+    writer, held, written = None, [], 0
+    try:
+        for part in itertools.chain(parts, [None]):
+            if part is not None:
+                held.append(part)
+            rows = sum(frame.height for frame in held)
+            if held and (rows >= ROW_GROUP or part is None):
+                table = pl.concat(held).to_arrow()
+                if writer is None:
+                    writer = pq.ParquetWriter(folder / CHUNKS_FILE, table.schema,
+                                              compression="zstd")
+                writer.write_table(table)
+                held, written = [], written + rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise KgragError(f"no chunks to write in {folder}")
     if digests is not None:
         digests.write_parquet(folder / DIGESTS_FILE)
+    return written
 
 
 def document_digests(documents: pl.DataFrame, sections: pl.DataFrame | None) -> pl.DataFrame:
@@ -68,11 +97,13 @@ def read_chunks(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:
     return pl.read_parquet(folder / CHUNKS_FILE, columns=columns)
 
 
-def chunk_parts(folder: Path, rows: int) -> Iterator[tuple[list[str], list[str]]]:
-    """Every chunk's id and ``context``, in the artefact's order, ``rows`` chunks at a
-    time: the reader decodes one row group of the file at a time, not the whole column."""
+def chunk_frames(folder: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
+    """The artefact's chunks in its order, ``rows`` at a time, those ``columns`` only: the
+    reader decodes one row group of the file at a time, not the whole table."""
     import pyarrow.parquet as pq
 
     with pq.ParquetFile(folder / CHUNKS_FILE) as table:
-        for batch in table.iter_batches(rows, columns=["chunk_id", "context"]):
-            yield batch.column("chunk_id").to_pylist(), batch.column("context").to_pylist()
+        for batch in table.iter_batches(rows, columns=columns):
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame), "a record batch reads as a frame"
+            yield frame

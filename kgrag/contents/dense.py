@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from kgrag.contents.chunks import chunk_parts, count_chunks
+from kgrag.contents.chunks import chunk_frames, count_chunks
 from kgrag.progress import Progress
 from kgrag.store.vectors import FOLD_SHARE, Part, VectorTable
 
@@ -42,7 +42,7 @@ def write_dense(folder: Path, chunks: Path, embed: Embed,
     ANN index where ``ann`` asks for one at its size."""
     report = Progress("embed", count_chunks(chunks), unit="text")
     parts = (Part(ids, embed(texts, report), digests(texts))
-             for ids, texts in chunk_parts(chunks, PART_ROWS))
+             for ids, texts in _parts(chunks))
     table = VectorTable.write(folder, DENSE_TABLE, parts)
     report.close()
     return table.indexed(ann)
@@ -54,16 +54,18 @@ def grow_dense(folder: Path, earlier: Path, chunks: Path, embed: Embed,
     settings): its rows whose chunk is gone or whose text changed deleted, the new
     chunks embedded and folded into its index (``VectorTable.grow``). None, for
     ``write_dense`` to build it, where that would make no index, the earlier table has
-    none, or more than ``FOLD_SHARE`` of the chunks are new. Only the new chunks' texts
+    none or keeps no digests (a table written before they were kept), or more than
+    ``FOLD_SHARE`` of the chunks are new. Only the new chunks' texts
     are held, at most ``FOLD_SHARE`` of them."""
     total = count_chunks(chunks) or 0
     before = VectorTable.open(earlier, DENSE_TABLE)
-    if ann is None or total <= ann["min_rows"] or before.ann is None:
+    stored = before.digests()
+    if ann is None or total <= ann["min_rows"] or before.ann is None or stored is None:
         return None
-    held = pl.from_arrow(before.digests())
+    held = pl.from_arrow(stored)
     assert isinstance(held, pl.DataFrame), "a table reads as a frame"
     kept, new = [], []
-    for ids, texts in chunk_parts(chunks, PART_ROWS):
+    for ids, texts in _parts(chunks):
         part = pl.DataFrame({"id": ids, "digest": digests(texts), "text": texts},
                             schema={"id": pl.String, "digest": pl.String, "text": pl.String})
         kept.append(part.join(held, on=["id", "digest"], how="semi")["id"])
@@ -84,6 +86,12 @@ def grow_dense(folder: Path, earlier: Path, chunks: Path, embed: Embed,
     table = VectorTable.grow(folder, DENSE_TABLE, earlier, gone, parts())
     report.close()
     return table
+
+
+def _parts(chunks: Path) -> Iterator[tuple[list[str], list[str]]]:
+    """The chunks' ids and texts, ``PART_ROWS`` at a time."""
+    for frame in chunk_frames(chunks, ["chunk_id", "context"], PART_ROWS):
+        yield frame["chunk_id"].to_list(), frame["context"].to_list()
 
 
 def open_dense(folder: Path) -> VectorTable:

@@ -18,6 +18,8 @@ documents.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import polars as pl
 
 from kgrag.contents.chunks import document_digests, read_kept, write_chunks
@@ -28,6 +30,10 @@ from kgrag.corpus.sources import with_sources
 from kgrag.retrieval.units import unit_text
 from kgrag.steps.step import StepContext, step_kind
 
+# Documents cut at a time: the step holds their chunks' rows, never the corpus's (the
+# writer holds at most a row group).
+CUT_DOCUMENTS = 1_000
+
 
 @step_kind("chunk", "1")
 def chunk(ctx: StepContext) -> None:
@@ -35,17 +41,29 @@ def chunk(ctx: StepContext) -> None:
     sections = read_sections(ctx.input("corpus"))
     digests = document_digests(documents, sections)
     kept = ctx.from_earlier(lambda earlier: read_kept(earlier, digests))
-    todo = documents if kept is None else documents.filter(
-        ~pl.col("doc_id").is_in(kept["doc_id"].unique().implode()))
-    if kept is None:
-        chunks = _cut(ctx, todo, sections)
-    else:  # the documents the earlier build cut, as it cut them, then the others
-        ctx.notes["reused_documents"] = documents.height - todo.height
-        order = documents.select("doc_id").with_row_index("position")
-        chunks = (pl.concat([kept, _cut(ctx, todo, sections)]) if todo.height else kept).join(
-            order, on="doc_id").sort("position", "idx").drop("position")
-    write_chunks(ctx.out_dir, chunks, digests)
-    ctx.notes.update(chunks=chunks.height, tokens=int(chunks["context_tokens"].sum()))
+    if kept is not None:
+        ctx.notes["reused_documents"] = kept["doc_id"].n_unique()
+    tokens = 0
+
+    def parts() -> Iterator[pl.DataFrame]:
+        nonlocal tokens
+        slices = documents.iter_slices(CUT_DOCUMENTS) if documents.height else [documents]
+        for batch in slices:
+            if kept is None:
+                chunks = _cut(ctx, batch, sections)
+            else:  # the documents the earlier build cut, as it cut them, then the others
+                ids = batch["doc_id"].implode()
+                taken = kept.filter(pl.col("doc_id").is_in(ids))
+                todo = batch.filter(~pl.col("doc_id").is_in(taken["doc_id"].implode()))
+                order = batch.select("doc_id").with_row_index("position")
+                chunks = (pl.concat([taken, _cut(ctx, todo, sections)]) if todo.height
+                          else taken).join(order, on="doc_id").sort("position", "idx").drop(
+                    "position")
+            tokens += int(chunks["context_tokens"].sum())
+            yield chunks
+
+    written = write_chunks(ctx.out_dir, parts(), digests)
+    ctx.notes.update(chunks=written, tokens=tokens)
 
 
 def _cut(ctx: StepContext, documents: pl.DataFrame, sections: pl.DataFrame | None
@@ -56,4 +74,7 @@ def _cut(ctx: StepContext, documents: pl.DataFrame, sections: pl.DataFrame | Non
     chunks = chunks.join(documents.select("doc_id", "title"), on="doc_id", how="left")
     chunks = chunks.with_columns(context=unit_text(ctx.config["title"]))
     chunks = counted(chunks, "context", "context_tokens", tokenizer)
-    return chunks if sections is None else with_sources(chunks, sections)
+    if sections is None:
+        return chunks
+    return with_sources(chunks, sections.filter(
+        pl.col("doc_id").is_in(documents["doc_id"].implode())))

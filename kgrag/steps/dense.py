@@ -12,7 +12,7 @@ from kgrag.progress import Progress
 from kgrag.steps.step import StepContext, step_kind
 
 
-@step_kind("dense_index", "2")
+@step_kind("dense_index", "1")
 def dense_index(ctx: StepContext) -> None:
     chunks, ann = ctx.input("chunks"), ctx.config.get("ann")
     # the spec's embedder, or a strategy's own (by identity: its config names it)

@@ -23,12 +23,13 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from kgrag.contents.chunks import read_chunks
+from kgrag.contents.chunks import chunk_frames, count_chunks, read_chunks
 from kgrag.contents.columns import counted
 from kgrag.contents.core import read_core_ids, write_core
 from kgrag.contents.entities import numbered
@@ -43,6 +44,11 @@ from kgrag.graphs.knn import knn_graph
 from kgrag.graphs.merge import member_batches, merge_to
 from kgrag.retrieval.units import unit_text
 from kgrag.steps.step import Counts, StepContext, step_kind
+
+# Chunks read and extracted at a time: about 110 MB of them as ``Chunk`` objects and their
+# cache keys at 1.4 KB of text a chunk, whatever the corpus's size.
+EXTRACT_ROWS = 32_768
+KEYED = {"chunk_id": pl.String, "key": pl.String}
 
 
 @step_kind("core", "1")
@@ -69,40 +75,49 @@ def extraction_calls(config: dict[str, Any], counts: Counts) -> int | None:
         1 + config["llm"]["max_retries"])
 
 
-def _to_extract(ctx: StepContext) -> list[Chunk]:
-    """The chunks the extract step reads, each with its title where its unit shows it;
-    the chunk table they come from is not held after."""
-    todo = read_chunks(ctx.input("chunks"), ["chunk_id", "title", "text", "context"])
+def _to_extract(ctx: StepContext, taken: pl.Series | None = None) -> Iterator[list[Chunk]]:
+    """The chunks the extract step reads, ``EXTRACT_ROWS`` of the chunk table at a time
+    (the core's only, where the step has a core; none of ``taken``), each with its title
+    where its unit shows it: no part of the table is held after its chunks are read."""
     # HugRAG's hierarchy extracts from every chunk: it has no core step
-    if "core" in ctx.inputs:
-        todo = todo.filter(pl.col("chunk_id").is_in(read_core_ids(ctx.input("core")).implode()))
-    # the title counts only where the unit shows it (``chunking.title``)
-    shown = todo.select("chunk_id", "title", "text",
-                        titled=pl.col("context") == unit_text(with_title=True))
-    return [Chunk(chunk_id, text, title if titled else None)
-            for chunk_id, title, text, titled in shown.iter_rows()]
+    core = read_core_ids(ctx.input("core")).implode() if "core" in ctx.inputs else None
+    skip = None if taken is None else taken.implode()
+    for todo in chunk_frames(ctx.input("chunks"), ["chunk_id", "title", "text", "context"],
+                             EXTRACT_ROWS):
+        if core is not None:
+            todo = todo.filter(pl.col("chunk_id").is_in(core))
+        if skip is not None:
+            todo = todo.filter(~pl.col("chunk_id").is_in(skip))
+        # the title counts only where the unit shows it (``chunking.title``)
+        shown = todo.select("chunk_id", "title", "text",
+                            titled=pl.col("context") == unit_text(with_title=True))
+        if shown.height:
+            yield [Chunk(chunk_id, text, title if titled else None)
+                   for chunk_id, title, text, titled in shown.iter_rows()]
 
 
 @step_kind("extract", "2", max_llm_calls=extraction_calls)
 def extract_core(ctx: StepContext) -> None:
-    chunks = _to_extract(ctx)
     method = method_of(ctx.config)
-    keyed = None if method.keys is None else pl.DataFrame(
-        {"chunk_id": [c.chunk_id for c in chunks], "key": method.keys(chunks, ctx)})
+    keyed = None if method.keys is None else pl.concat(
+        [pl.DataFrame({"chunk_id": [c.chunk_id for c in part], "key": method.keys(part, ctx)},
+                      schema=KEYED) for part in _to_extract(ctx)] or [pl.DataFrame(schema=KEYED)])
     kept = None if keyed is None else ctx.from_earlier(lambda f: read_members(f, keyed))
+    total = _extracted_count(ctx)
+    taken, taken_count = None, 0
     if kept is not None:  # the chunks the earlier build extracted
         ctx.models.cache.relied_on(kept.counts["key"].to_list())
-        taken = set(kept.counts["chunk_id"].to_list())
-        chunks = [c for c in chunks if c.chunk_id not in taken]
-        ctx.notes["reused_chunks"] = len(taken)
+        taken, taken_count = kept.counts["chunk_id"], kept.counts.height
+        ctx.notes["reused_chunks"] = taken_count
     recorded: list[pl.DataFrame] = []  # each batch's counts, as the merge reads it
-    batches = member_batches(method.extract(chunks, ctx.config, ctx),
-                             lambda batch: recorded.append(counts_frame(batch)))
+    extractions = itertools.chain.from_iterable(
+        method.extract(part, ctx.config, ctx)
+        for part in _labelled(ctx, _to_extract(ctx, taken), total - taken_count))
+    batches = member_batches(extractions, lambda batch: recorded.append(counts_frame(batch)))
     if kept is not None:
         batches = itertools.chain([(kept.entities, kept.relationships)], batches)
-    entities, relationships = merge_to(
-        batches, len(chunks) + (0 if kept is None else kept.counts.height),
-        ctx.out_dir / "merging", merge_files(ctx.out_dir, members=keyed is not None))
+    entities, relationships = merge_to(batches, total, ctx.out_dir / "merging",
+                                       merge_files(ctx.out_dir, members=keyed is not None))
     counts = pl.concat(recorded).rechunk() if recorded else counts_frame([])
     if keyed is not None:
         counts = counts.join(keyed, on="chunk_id", maintain_order="left")
@@ -112,6 +127,26 @@ def extract_core(ctx: StepContext) -> None:
     write_counts(ctx.out_dir, counts)
     ctx.notes.update(**_extraction_notes(counts), entities=entities,
                      relationships=relationships)
+
+
+def _labelled(ctx: StepContext, parts: Iterator[list[Chunk]], total: int
+              ) -> Iterator[list[Chunk]]:
+    """``parts``, each named in the step's progress while it is extracted where there
+    are several ("chunks 32,769–65,536 of 248,460")."""
+    done = 0
+    for part in parts:
+        if len(part) < total:
+            ctx.part = f"chunks {done + 1:,}–{done + len(part):,} of {total:,}"
+        yield part
+        done += len(part)
+    ctx.part = ""
+
+
+def _extracted_count(ctx: StepContext) -> int:
+    """How many chunks the extract step reads: its core's, or every chunk."""
+    if "core" in ctx.inputs:
+        return read_core_ids(ctx.input("core")).len()
+    return count_chunks(ctx.input("chunks")) or 0
 
 
 def _extraction_notes(counts: pl.DataFrame) -> dict[str, Any]:

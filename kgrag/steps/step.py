@@ -54,6 +54,8 @@ class StepContext:
     inputs: dict[str, Path]
     notes: dict[str, Any] = field(default_factory=dict)
     find_earlier: Callable[[], Path | None] = lambda: None
+    # which part of its items a step that works a part at a time is on, for its progress
+    part: str = ""
 
     @functools.cached_property
     def earlier(self) -> Path | None:
@@ -107,7 +109,8 @@ class StepContext:
     def progress(self, iterable: Iterable[T], total: int | None = None, desc: str = "",
                  unit: str = "it") -> Iterator[T]:
         """Counts, rate and ETA: a bar on a terminal, a line every half minute in a log."""
-        return progress(iterable, total, desc or self.step.name, unit)
+        desc = desc or self.step.name
+        return progress(iterable, total, f"{desc} ({self.part})" if self.part else desc, unit)
 
     def map_calls(self, role: str, task: Callable[[Any, T], R], items: Sequence[T], *,
                   desc: str, unit: str) -> list[R]:

@@ -159,10 +159,10 @@ class VectorTable:
         return int(self._table.schema.field("vector").type.list_size)
 
     def digests(self) -> Any:
-        """Every row's id and ``digest`` (``Part.digests``), as an Arrow table; a
-        ``KgragError`` where the table keeps no digests."""
+        """Every row's id and ``digest`` (``Part.digests``), as an Arrow table; None where
+        the table keeps no digests (one written without, or before they were kept)."""
         if "digest" not in self._table.schema.names:
-            raise KgragError(f"vector table {self._table.name!r} keeps no digests")
+            return None
         return self._table.search().select(["id", "digest"]).limit(None).to_arrow()
 
     def matrix(self) -> tuple[list[str], np.ndarray]:

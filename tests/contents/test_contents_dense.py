@@ -11,10 +11,11 @@ import polars as pl
 import pytest
 
 from kgrag.contents.chunks import CHUNKS_FILE
-from kgrag.contents.dense import digests, grow_dense, open_dense, write_dense
+from kgrag.contents.dense import DENSE_TABLE, digests, grow_dense, open_dense, write_dense
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
 from kgrag.progress import Progress
+from kgrag.store.vectors import VectorTable
 from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="reads ../shared/data")
@@ -121,6 +122,11 @@ def test_a_corpus_changed_past_the_fold_share_or_without_an_index_is_built_anew(
     # nor is a table grown into one that takes no index
     assert grow_dense(tmp_path / "after", tmp_path / "indexed", chunks(
         tmp_path / "c4", ids[:201], texts[:201]), embedding, None) is None
+    # nor one written before tables kept their texts' digests
+    VectorTable.create(tmp_path / "undigested", DENSE_TABLE, ids[:200],
+                       open_dense(tmp_path / "indexed").rows()[1], HNSW)
+    assert grow_dense(tmp_path / "after", tmp_path / "undigested", chunks(
+        tmp_path / "c5", ids[:201], texts[:201]), embedding, HNSW) is None
     assert not embedding.calls  # nothing embedded before the judgement
     assert not list((tmp_path / "after").iterdir())  # nothing written: write_dense builds it
 

@@ -54,7 +54,7 @@ def test_a_vector_table_on_a_full_disk_is_one_error(project: Path, monkeypatch: 
     def full(*args: object, **kwargs: object) -> None:
         raise RuntimeError(LANCE_FULL)
 
-    monkeypatch.setattr(VectorTable, "create", full)
+    monkeypatch.setattr(VectorTable, "write", full)
     session = open_with(spec, RuleLLM())
     monkeypatch.setattr(api, "open_session", lambda path: session)
     run_dir = project / "outputs" / "tiny"

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from kgrag import api
 from kgrag.contents.chunks import read_chunks
@@ -47,8 +48,35 @@ def tables(session: Session) -> dict[str, pl.DataFrame]:
             "vectors": pl.DataFrame({"id": ids, "vector": vectors}).sort("id")}
 
 
+def in_small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The steps that work a part at a time cut, write, extract and embed a few
+    documents or chunks at a time."""
+    for name, size in (("kgrag.steps.chunks.CUT_DOCUMENTS", 2),
+                       ("kgrag.contents.chunks.ROW_GROUP", 5),
+                       ("kgrag.steps.skeleton.EXTRACT_ROWS", 7),
+                       ("kgrag.contents.dense.PART_ROWS", 9)):
+        monkeypatch.setattr(name, size)
+
+
+def test_a_folder_built_in_small_parts_gives_the_tables_of_one_part(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = project / "documents"
+    folder.mkdir()
+    for page in PAGES:
+        shutil.copyfile(page, folder / page.name)
+    whole = write_spec(project, "whole", **SECTIONS)
+    api.run(whole)
+    in_small_parts(monkeypatch)
+    parts = write_spec(project, "parts", **SECTIONS)
+    api.run(parts)
+    assert notes(api.open_session(parts), "chunks")["chunks"] > 5 * 5
+    built = tables(api.open_session(parts))
+    for name, table in tables(api.open_session(whole)).items():
+        assert built[name].equals(table), name
+
+
 def test_a_grown_folder_is_rebuilt_from_what_still_holds_into_the_cold_builds_tables(
-        project: Path) -> None:
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = project / "documents"
     folder.mkdir()
     for page in PAGES:
@@ -58,6 +86,7 @@ def test_a_grown_folder_is_rebuilt_from_what_still_holds_into_the_cold_builds_ta
     api.run(spec)
     before = api.open_session(spec)
     first = tables(before)
+    in_small_parts(monkeypatch)  # the rerun and the cold build: a few at a time
 
     shutil.copyfile(next(p for p in PAGES if p.name == ADDED), folder / ADDED)
     with (folder / EDITED).open("a", encoding="utf-8") as page:

@@ -12,6 +12,7 @@ import pytest
 
 from kgrag import api
 from kgrag.contents.entities import ENTITIES_FILE, RELATIONSHIPS_FILE
+from kgrag.contents.extraction import EXTRACTIONS
 from kgrag.errors import KgragError
 from kgrag.spec import check_spec
 from tests.conftest import SHARED_DATA, write_spec
@@ -205,3 +206,25 @@ def test_the_dry_run_bound_counts_hybrid_calls(wiki: Path) -> None:
     assert config["max_relationships"] == 4 and config["llm"]["max_retries"] == 2
     nlp = api.open_session(wiki_spec(wiki, "nlp")).plan.by_name()["extract.skel"].config
     assert config["pipeline"] == nlp["pipeline"] and config["extractor"] == nlp["extractor"]
+
+
+@pytest.mark.parametrize("extraction", [NLP, HYBRID], ids=["nlp", "hybrid"])
+def test_an_extraction_read_a_few_chunks_at_a_time_builds_the_same_tables(
+        wiki: Path, extraction, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The extract step reads its chunks a part at a time (``EXTRACT_ROWS``): the tables
+    are those of one part, and its notes count every part."""
+    whole, _, _ = run_with(wiki_spec(wiki, "whole", extraction=extraction), RuleLLM())
+    monkeypatch.setattr("kgrag.steps.skeleton.EXTRACT_ROWS", 3)
+    llm = RuleLLM()
+    parts, _, _ = run_with(wiki_spec(wiki, "parts", extraction=extraction), llm)
+    chunks = parts["core.skel"]["notes"]["chunks"]
+    assert chunks > 6  # three parts or more
+    notes = parts["extract.skel"]["notes"]
+    assert notes["core_chunks"] == notes["parse_cache_hits"] == chunks and notes["parsed"] == 0
+    if extraction is HYBRID:
+        assert notes["related_chunks"] == chunks and notes["relate_failed_chunks"] == []
+        assert llm.calls == []  # each relating call replayed from the cache
+    for name in (ENTITIES_FILE, RELATIONSHIPS_FILE, EXTRACTIONS):
+        tables = [pl.read_parquet(wiki / "outputs" / run / steps["extract.skel"]["artefact"]
+                                  / name) for run, steps in (("whole", whole), ("parts", parts))]
+        assert tables[0].height > 0 and tables[0].equals(tables[1]), name

@@ -72,6 +72,13 @@ class Inline:
         return iter(iterable)
 
 
+def tally(notes: dict[str, Any], **counted: int | list[str]) -> None:
+    """Add these counts (or lists) to the notes': a step extracts its chunks a part at a
+    time, and its notes count them all."""
+    for key, value in counted.items():
+        notes[key] = notes.get(key, [] if isinstance(value, list) else 0) + value
+
+
 def method_of(config: Config) -> ExtractionMethod:
     """The method of an ``extract`` config, or of the spec's ``extraction`` settings."""
     return EXTRACTION_METHODS[config.get("method", DEFAULT_METHOD)]
@@ -103,7 +110,7 @@ def _extract_nlp(chunks: list[Chunk], cfg: Config, run: Run) -> Iterable[Extract
     extractor = NlpExtractor(run.models.pipeline, run.models.cache, executor=run.executor)
     extractions = extractor.stream(
         chunks, lambda docs, total: run.progress(docs, total=total, desc="extract", unit="chunk"))
-    run.notes.update(parsed=extractor.parsed, parse_cache_hits=extractor.cache_hits)
+    tally(run.notes, parsed=extractor.parsed, parse_cache_hits=extractor.cache_hits)
     return extractions
 
 
@@ -125,11 +132,9 @@ def _extract_hybrid(chunks: list[Chunk], cfg: Config, run: Run) -> Iterable[Extr
     related = run.map_calls("extractor", relate_one, [(x, c.unit) for x, c in zip(nlp, chunks)],
                             desc="relate", unit="chunk")
     outcomes = Counter(r.outcome for r in related)
-    run.notes.update(related_chunks=outcomes["related"],
-                     no_entity_chunks=outcomes["no_entities"],
-                     unrelated_chunks=outcomes["unrelated"],
-                     relate_failed_chunks=[r.extraction.chunk_id for r in related
-                                           if r.outcome == "failed"])
+    tally(run.notes, related_chunks=outcomes["related"], no_entity_chunks=outcomes["no_entities"],
+          unrelated_chunks=outcomes["unrelated"],
+          relate_failed_chunks=[r.extraction.chunk_id for r in related if r.outcome == "failed"])
     return [r.extraction for r in related]
 
 

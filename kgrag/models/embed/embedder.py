@@ -117,7 +117,8 @@ class CachedEmbedder:
 
         encoded = (executor or LocalExecutor()).map_work(
             Encoding(self.backend), self._encode_batch, batches, counted)
-        report.tick(len(texts) - len(unique))  # repeats of a text in hand
+        if len(texts) > len(unique):
+            report.tick(len(texts) - len(unique))  # repeats of a text in hand
         if progress is None:
             report.close()
         vectors = {text: vector for batch, found in zip(batches, encoded)
