@@ -12,6 +12,7 @@ all the rest of `kgrag validate`.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -115,6 +116,9 @@ class VectorTable:
         fails midway leaves nothing in ``folder``."""
         import lancedb
 
+        # the index statistics read here (row counts) need no centroids: LanceDB's coming
+        # default, which also silences its warning about the present one on every grow
+        os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
         before = cls.open(earlier, name)
         if before.ann is None:
             raise KgragError(f"{earlier / name} has no ANN index to grow")

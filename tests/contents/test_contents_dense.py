@@ -74,7 +74,8 @@ def test_the_table_is_written_a_part_at_a_time_with_each_texts_digest(
 
 
 def test_a_changed_corpus_embeds_only_its_new_texts_into_the_earlier_index(
-        tmp_path: Path, embedding: Embedding, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, embedding: Embedding, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
     texts = paragraphs(300)
     ids = [f"d{i}:0" for i in range(300)]
     write_dense(tmp_path / "before", chunks(tmp_path / "c0", ids[:250], texts[:250]),
@@ -90,6 +91,7 @@ def test_a_changed_corpus_embeds_only_its_new_texts_into_the_earlier_index(
     (tmp_path / "after").mkdir()
     grown = grow_dense(tmp_path / "after", tmp_path / "before", folder, embedding, HNSW)
     assert grown is not None and grown.folded == 23
+    assert "WARN" not in capfd.readouterr().err  # LanceDB's own log says nothing
     assert sum(embedding.calls) == 23 and max(embedding.calls) <= 10
     # the cold table of the new corpus, row for row
     cold = write_dense(tmp_path / "cold", folder, embedding, HNSW)
