@@ -13,7 +13,6 @@ documents whose digest is unchanged from here (``read_kept``) and cuts only the 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -39,19 +38,14 @@ def write_chunks(folder: Path, parts: Iterable[pl.DataFrame],
     they come, a row group of ``ROW_GROUP`` chunks at a time; how many were written."""
     import pyarrow.parquet as pq
 
-    writer, held, written = None, [], 0
+    writer, written = None, 0
     try:
-        for part in itertools.chain(parts, [None]):
-            if part is not None:
-                held.append(part)
-            rows = sum(frame.height for frame in held)
-            if held and (rows >= ROW_GROUP or part is None):
-                table = pl.concat(held).to_arrow()
-                if writer is None:
-                    writer = pq.ParquetWriter(folder / CHUNKS_FILE, table.schema,
-                                              compression="zstd")
-                writer.write_table(table)
-                held, written = [], written + rows
+        for group in _row_groups(parts):
+            table = group.to_arrow()
+            if writer is None:
+                writer = pq.ParquetWriter(folder / CHUNKS_FILE, table.schema, compression="zstd")
+            writer.write_table(table)
+            written += group.height
     finally:
         if writer is not None:
             writer.close()
@@ -60,6 +54,19 @@ def write_chunks(folder: Path, parts: Iterable[pl.DataFrame],
     if digests is not None:
         digests.write_parquet(folder / DIGESTS_FILE)
     return written
+
+
+def _row_groups(parts: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    """``parts`` joined into frames of at least ``ROW_GROUP`` rows, then what is left
+    (every part's columns, so an empty table keeps them)."""
+    held: list[pl.DataFrame] = []
+    for part in parts:
+        held.append(part)
+        if sum(frame.height for frame in held) >= ROW_GROUP:
+            yield pl.concat(held)
+            held = []
+    if held:
+        yield pl.concat(held)
 
 
 def document_digests(documents: pl.DataFrame, sections: pl.DataFrame | None) -> pl.DataFrame:

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 # needs nothing but the folder.
 ANN_SUFFIX = ".ann.json"
 # A grown table keeps its index when at most this share of its rows is new (the caller
-# of ``grow`` judges): past it the index is trained anew, as the partitions learnt from the old rows may fit the
-# new ones poorly (LanceDB's advice; the share is a judgement, not a measurement).
+# of ``grow`` judges): past it the index is trained anew, as the partitions learnt from
+# the old rows may fit the new ones poorly (LanceDB's advice; the share is a judgement,
+# not a measurement).
 FOLD_SHARE = 0.2
 # Rows a table is read in at a time (``rows``): 12 MB of 384-dimension vectors.
 READ_ROWS = 8192
