@@ -21,7 +21,8 @@ def dense_index(ctx: StepContext) -> None:
     def embed(texts: list[str], progress: Progress) -> np.ndarray:
         return embedder.encode(texts, ctx.executor, progress)
 
-    grown = ctx.from_earlier(lambda earlier: grow_dense(ctx.out_dir, earlier, chunks, embed, ann))
+    grown = ctx.from_earlier(
+        lambda earlier: grow_dense(ctx.out_dir, earlier, chunks, ctx.own(embed), ann))
     table = write_dense(ctx.out_dir, chunks, embed, ann) if grown is None else grown
     ctx.notes.update(vectors=len(table), dim=table.dim,
                      **({"ann": table.ann["index"]} if table.ann else {}),

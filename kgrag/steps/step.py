@@ -29,6 +29,15 @@ BUILD_RECORD = "build.json"
 RESUME_PREFIX = ".resume-"
 
 
+class OwnWorkFailed(Exception):
+    """A step's own work failed inside ``StepContext.from_earlier`` (``StepContext.own``):
+    carries the error to raise."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of a plan: its kind, its config, the upstream step playing each input
@@ -69,13 +78,17 @@ class StepContext:
         """``read(earlier)``, None where it is None (nothing there to take), where there is
         no earlier artefact, or where it cannot be read (a file damaged in a way its
         listing did not show): reusing it is a shortcut, and a shortcut missed is said once
-        and costs the work it would have saved, never the step. What was taken is noted
+        and costs the work it would have saved, never the step. The step's own work that
+        ``read`` calls (``own``: embedding the new chunks while a table grows) fails as it
+        would outside it, not as an artefact that cannot be read. What was taken is noted
         (``reused_from``: ``kgrag run`` says that the step started from it)."""
         earlier = self.earlier
         if earlier is None:
             return None
         try:
             taken = read(earlier)
+        except OwnWorkFailed as failed:
+            raise failed.error from None
         except Exception as exc:  # noqa: BLE001 - whatever a damaged file raises, polars or LanceDB
             log.warning("%s: what %s holds cannot be read (%s); building it anew",
                         self.step.name, earlier.name, exc)
@@ -83,6 +96,19 @@ class StepContext:
         if taken is not None:
             self.notes["reused_from"] = earlier.name
         return taken
+
+    @staticmethod
+    def own(work: Callable[..., R]) -> Callable[..., R]:
+        """``work`` as ``from_earlier``'s ``read`` calls it: what it raises is the step's
+        own failure, raised as it is, rather than a sign that the earlier artefact is
+        damaged."""
+        @functools.wraps(work)
+        def doing(*args: Any, **kwargs: Any) -> R:
+            try:
+                return work(*args, **kwargs)
+            except Exception as exc:
+                raise OwnWorkFailed(exc) from exc
+        return doing
 
     @property
     def config(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from kgrag.contents.chunks import read_chunks
 from kgrag.contents.dense import open_dense
 from kgrag.contents.entities import read_entities, read_relationships
 from kgrag.contents.extraction import read_counts
+from kgrag.errors import KgragError
 from kgrag.pipeline.artefacts import CALLS_RECORD
 from kgrag.report.run_folder import RunFolder
 from kgrag.session import Session
@@ -162,6 +163,32 @@ def test_an_earlier_build_that_cannot_be_read_costs_the_shortcut_not_the_run(
         assert "reused_from" not in notes(after, step)
     assert read_chunks(after.artefact("chunks"))["file"].n_unique() == 4
     assert len(open_dense(after.artefact("dense"))) == read_chunks(after.artefact("chunks")).height
+
+
+def test_an_embedding_that_fails_while_the_table_grows_fails_as_itself(
+        project: Path, monkeypatch, caplog) -> None:
+    """The step's own work inside the shortcut (embedding the new chunks while the earlier
+    table grows) fails as it fails in a cold build: once, with its own message, not as an
+    earlier table that cannot be read and then a cold build that fails again."""
+    folder = project / "documents"
+    folder.mkdir()
+    for page in PAGES:
+        if page.name != ADDED:
+            shutil.copyfile(page, folder / page.name)
+    spec = write_spec(project, "grown", **SECTIONS)
+    api.run(spec)
+    shutil.copyfile(next(p for p in PAGES if p.name == ADDED), folder / ADDED)
+    calls = []
+
+    def gone(self, texts, *args, **kwargs):
+        calls.append(len(texts))
+        raise KgragError("the embedder is gone")
+
+    monkeypatch.setattr("kgrag.models.embed.embedder.CachedEmbedder.encode", gone)
+    with pytest.raises(KgragError, match="the embedder is gone"):
+        api.run(spec)
+    assert len(calls) == 1
+    assert "cannot be read" not in caplog.text
 
 
 def test_an_earlier_artefact_holding_a_link_is_not_read(project: Path) -> None:
