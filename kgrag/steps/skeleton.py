@@ -115,7 +115,7 @@ def extract_core(ctx: StepContext) -> None:
         for part in _labelled(ctx, _to_extract(ctx, taken), total - taken_count))
     batches = member_batches(extractions, lambda batch: recorded.append(counts_frame(batch)))
     if kept is not None:
-        batches = itertools.chain([(kept.entities, kept.relationships)], batches)
+        batches = itertools.chain(kept.batches(), batches)
     entities, relationships = merge_to(batches, total, ctx.out_dir / "merging",
                                        merge_files(ctx.out_dir, members=keyed is not None))
     counts = pl.concat(recorded).rechunk() if recorded else counts_frame([])

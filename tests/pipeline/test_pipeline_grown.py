@@ -50,11 +50,12 @@ def tables(session: Session) -> dict[str, pl.DataFrame]:
 
 
 def in_small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The steps that work a part at a time cut, write, extract and embed a few
+    """The steps that work a part at a time cut, write, extract, merge and embed a few
     documents or chunks at a time."""
     for name, size in (("kgrag.steps.chunks.CUT_DOCUMENTS", 2),
                        ("kgrag.contents.chunks.ROW_GROUP", 5),
                        ("kgrag.steps.skeleton.EXTRACT_ROWS", 7),
+                       ("kgrag.contents.extraction.KEPT_BATCH", 3),
                        ("kgrag.contents.dense.PART_ROWS", 9)):
         monkeypatch.setattr(name, size)
 
