@@ -12,10 +12,10 @@ from kgrag.answer.parts import Part, context_parts
 from kgrag.answer.reader import read
 from kgrag.answer.spans import occurrence
 from kgrag.configuration import default_cache_dir
-from kgrag.contents.chunks import count_chunks, read_chunks
+from kgrag.contents.chunks import chunk_columns, count_chunks, read_chunks
 from kgrag.contents.corpus import has_question_table, read_documents, read_questions
 from kgrag.contents.metrics import read_metrics
-from kgrag.corpus.sources import chunk_sources
+from kgrag.corpus.sources import SOURCE_COLUMNS, chunk_sources
 from kgrag.errors import KgragError, Refused
 from kgrag.models.cache import CacheStats, CallCache
 from kgrag.models.registry import ResolvedModel, bundled_models
@@ -28,7 +28,7 @@ from kgrag.pipeline.space import check_space
 from kgrag.session import Echo, Session, open_session, reusable, spec_models
 from kgrag.spec.starter import Starter, write_starter
 from kgrag.steps import KINDS
-from kgrag.steps.retrieve import load_strategy
+from kgrag.steps.retrieve import chunk_units, load_strategy
 from kgrag.steps.step import Counts
 
 __all__ = [
@@ -279,15 +279,16 @@ def open_query(spec_path: str | Path, strategy: str | None = None,
         run_plan(session.plan, spec=session.spec, models=session.models,
                  run_dir=session.run_dir, steps=index_steps, echo=echo)
     inputs = {role: session.artefact(dep) for role, dep in step.inputs.items()}
-    chosen = load_strategy(step.config, inputs, session.models)
+    # a strategy over chunks: their texts, read once for the strategy and the parts shown
+    units = chunk_units(inputs)
+    chosen = load_strategy(step.config, inputs, session.models, units)
     documents = read_documents(session.artefact("corpus"), ["doc_id", "title"])
-    sources, contexts = {}, {}
-    if "chunks" in inputs:  # a strategy over chunks: where each came from, its text
-        chunks = read_chunks(inputs["chunks"])
-        sources = chunk_sources(chunks)
-        contexts = dict(zip(chunks["chunk_id"], chunks["context"]))
+    sources: dict[str, str] = {}
+    if units is not None and set(SOURCE_COLUMNS) <= set(chunk_columns(inputs["chunks"])):
+        sources = chunk_sources(read_chunks(inputs["chunks"], ["chunk_id", *SOURCE_COLUMNS]))
     return Querier(session, name, step, chosen,
-                   dict(zip(documents["doc_id"], documents["title"])), sources, contexts)
+                   dict(zip(documents["doc_id"], documents["title"])), sources,
+                   {} if units is None else units.text)
 
 
 def query(spec_path: str | Path, question: str, strategy: str | None = None,

@@ -104,6 +104,11 @@ def read_chunks(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:
     return pl.read_parquet(folder / CHUNKS_FILE, columns=columns)
 
 
+def chunk_columns(folder: Path) -> list[str]:
+    """The columns of the artefact's chunk table, from its schema alone."""
+    return list(pl.read_parquet_schema(folder / CHUNKS_FILE))
+
+
 def chunk_frames(folder: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
     """The artefact's chunks in its order, ``rows`` at a time, those ``columns`` only: the
     reader decodes one row group of the file at a time, not the whole table."""

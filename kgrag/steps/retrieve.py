@@ -34,13 +34,20 @@ from kgrag.steps.step import Counts, StepContext, step_kind
 from kgrag.training.split import held_out
 
 
-def load_strategy(step: dict[str, Any], inputs: dict[str, Path], models: Any) -> Any:
-    """Build the strategy of a retrieve step's config from its artefact folders (by role)."""
+def chunk_units(inputs: dict[str, Path]) -> Units | None:
+    """The chunks as retrieval units, for a step whose inputs hold a chunks artefact."""
+    return Units.of(read_chunks(inputs["chunks"], UNIT_COLUMNS)) if "chunks" in inputs else None
+
+
+def load_strategy(step: dict[str, Any], inputs: dict[str, Path], models: Any,
+                  units: Units | None = None) -> Any:
+    """Build the strategy of a retrieve step's config from its artefact folders (by role);
+    ``units``: its ``chunk_units`` where the caller holds them already, else read here."""
     config = step["strategy"]
     declared = STRATEGIES[config["strategy"]]
     llm = models.llm("filter") if declared.uses_llm(config) else None
-    units = Units.of(read_chunks(inputs["chunks"], UNIT_COLUMNS)) if "chunks" in inputs else None
-    resources = Resources(units, models.tokenizer, llm, step.get("prompt", "completion"),
+    resources = Resources(units or chunk_units(inputs), models.tokenizer, llm,
+                          step.get("prompt", "completion"),
                           models.embedder_of(step["embedder"]), models.pipeline, models)
     return load(config, {role: inputs[role] for role in needs(config)}, resources)
 
