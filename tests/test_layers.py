@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("steps",),  # every step kind and the step contract
     *((package,) for package in LIBRARY),
     # base: what every layer reads
-    ("declarations", "sweeps", "limits", "configuration", "errors", "host", "progress", ""),
+    ("declarations", "sweeps", "limits", "configuration", "errors", "host", "progress", "memory",
+     ""),
 )
 
 
