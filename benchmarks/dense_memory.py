@@ -3,12 +3,15 @@ cache and appended to the LanceDB table a part at a time, then its ANN index) ru
 built chunks artefact, with the process's RSS sampled every 0.2 s, by phase.
 
     PYTHONPATH=<checkout> python benchmarks/dense_memory.py CHUNKS_FOLDER OUT_FOLDER \\
-        [--cache DIR] [--chunks N] [--backend openvino-int8] [--batch-size 64]
+        [--cache DIR] [--chunks N] [--backend openvino-int8] [--batch-size 64] \\
+        [--part-rows 32768]
 
 The checkout on ``PYTHONPATH`` is the code measured. ``--cache`` defaults to kgrag's
 default cache; an empty folder makes every vector computed (the embedding's own memory),
 a build's cache makes none computed (the table's and the index's). ``--chunks`` keeps the
-artefact's first N chunks (copied beside OUT_FOLDER, into ``<OUT_FOLDER>-chunks``). The
+artefact's first N chunks (copied beside OUT_FOLDER, into ``<OUT_FOLDER>-chunks``);
+``--part-rows`` sets the step's ``PART_ROWS``, so that a sample of a few thousand chunks
+is embedded in several parts and the growth after the first is measured. The
 index is the spec's default ``dense_index.ann`` (built past its ``min_rows``, 100,000
 rows). It prints one JSON line: chunks, vectors computed, seconds and peak RSS of each
 phase, RSS before and after the embedder's model was loaded, after the first part and
@@ -64,14 +67,16 @@ def main() -> None:
     parser.add_argument("--backend", default="openvino-int8")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--vectors", type=Path, default=None)
+    parser.add_argument("--part-rows", type=int, default=None)
     args = parser.parse_args()
 
     import polars as pl
 
     import kgrag
     from kgrag.configuration import default_cache_dir
+    from kgrag.contents import dense
     from kgrag.contents.chunks import CHUNKS_FILE
-    from kgrag.contents.dense import PART_ROWS, write_dense
+    from kgrag.contents.dense import write_dense
     from kgrag.models.cache import CallCache
     from kgrag.models.embed.embedder import CachedEmbedder, EmbedderSettings
     from kgrag.models.registry import resolve_embedder
@@ -79,6 +84,9 @@ def main() -> None:
     from kgrag.spec.schema import SCHEMA, fill_defaults
     from kgrag.store.vectors import ann_settings
 
+    if args.part_rows is not None:
+        dense.PART_ROWS = args.part_rows
+    part_rows = dense.PART_ROWS
     sampler = PeakSampler()
     args.out.mkdir(parents=True, exist_ok=False)
     base = rss_mb()
@@ -99,12 +107,15 @@ def main() -> None:
     loaded = rss_mb()
     sampler.take()
     first: dict[str, float] = {}
+    parts: list[int] = []
 
     def embed(texts: list[str], progress: Progress) -> np.ndarray:
-        vectors = embedder.encode(texts, progress=progress)
-        if not first:  # after the first part: the working memory its longest texts took
-            first.update(rss=rss_mb(), computed=embedder.usage.calls)
-        return vectors
+        # after the first part, as the second starts (what the step gave back after the
+        # first is gone): the working memory its longest texts took
+        if parts and not first:
+            first.update(rss=rss_mb())
+        parts.append(len(texts))
+        return embedder.encode(texts, progress=progress)
 
     # the spec's ``dense_index: {ann: {}}`` as the step's fingerprint keeps it
     ann = ann_settings(fill_defaults({}, SCHEMA["$defs"]["ann"]))
@@ -120,18 +131,19 @@ def main() -> None:
     rows = len(table)
     print(json.dumps({
         "kgrag": str(Path(kgrag.__file__).parent.parent), "chunks": rows,
-        "part_rows": PART_ROWS, "computed": computed, "backend": args.backend,
+        "part_rows": part_rows, "computed": computed, "backend": args.backend,
         "batch_size": args.batch_size, "ann": table.ann is not None,
         "seconds": {"embed_and_write": round(write_s, 1), "index": round(index_s, 1)},
         "peak_rss_mb": {"embed_and_write": round(write_peak), "index": round(index_peak),
                         "process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                                          / 1024)},
         "rss_mb": {"start": round(base), "before_model": round(before_model),
-                   "model_loaded": round(loaded), "after_first_part": round(first["rss"]),
+                   "model_loaded": round(loaded),
+                   "after_first_part": round(first["rss"]) if first else None,
                    "after_write": round(after_write)},
         "growth_kb_per_chunk_after_the_first_part": (
-            round((after_write - first["rss"]) * 1024 / (rows - min(rows, PART_ROWS)), 2)
-            if rows > PART_ROWS else None)}))
+            round((after_write - first["rss"]) * 1024 / (rows - min(rows, part_rows)), 2)
+            if rows > part_rows else None)}))
 
 
 if __name__ == "__main__":
