@@ -49,6 +49,18 @@ def tables(session: Session) -> dict[str, pl.DataFrame]:
             "vectors": pl.DataFrame({"id": ids, "vector": vectors}).sort("id")}
 
 
+def built_without_added(project: Path) -> tuple[Path, Path]:
+    """A documents folder of every page but ``ADDED``, and its spec, run once."""
+    folder = project / "documents"
+    folder.mkdir()
+    for page in PAGES:
+        if page.name != ADDED:
+            shutil.copyfile(page, folder / page.name)
+    spec = write_spec(project, "grown", **SECTIONS)
+    api.run(spec)
+    return folder, spec
+
+
 def in_small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     """The steps that work a part at a time cut, write, extract, merge and embed a few
     documents or chunks at a time."""
@@ -79,13 +91,7 @@ def test_a_folder_built_in_small_parts_gives_the_tables_of_one_part(
 
 def test_a_grown_folder_is_rebuilt_from_what_still_holds_into_the_cold_builds_tables(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = project / "documents"
-    folder.mkdir()
-    for page in PAGES:
-        if page.name != ADDED:
-            shutil.copyfile(page, folder / page.name)
-    spec = write_spec(project, "grown", **SECTIONS)
-    api.run(spec)
+    folder, spec = built_without_added(project)
     before = api.open_session(spec)
     first = tables(before)
     in_small_parts(monkeypatch)  # the rerun and the cold build: a few at a time
@@ -171,13 +177,7 @@ def test_an_embedding_that_fails_while_the_table_grows_fails_as_itself(
     """The step's own work inside the shortcut (embedding the new chunks while the earlier
     table grows) fails as it fails in a cold build: once, with its own message, not as an
     earlier table that cannot be read and then a cold build that fails again."""
-    folder = project / "documents"
-    folder.mkdir()
-    for page in PAGES:
-        if page.name != ADDED:
-            shutil.copyfile(page, folder / page.name)
-    spec = write_spec(project, "grown", **SECTIONS)
-    api.run(spec)
+    folder, spec = built_without_added(project)
     shutil.copyfile(next(p for p in PAGES if p.name == ADDED), folder / ADDED)
     calls = []
 
