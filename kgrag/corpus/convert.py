@@ -34,7 +34,7 @@ from kgrag.corpus.bounds import html_refusal, zip_refusal
 from kgrag.corpus.hyphens import rejoin_line_ends, spell_out_ligatures
 
 # Bump when a converter changes what it returns: cached conversions carry the version.
-CONVERTER_VERSION = "3"
+CONVERTER_VERSION = "4"
 
 FAILURES = {
     "encrypted": "an encrypted PDF that opens only with a password",
@@ -56,9 +56,12 @@ _HTML_BLOCKS = _HTML_HEADINGS | {"p", "li", "pre", "blockquote", "td", "th", "dt
                                  "figcaption", "caption"}
 # Elements that only group blocks: text directly inside one is a block of its own.
 _HTML_LAYOUT = _HTML_BLOCKS | {"body", "div", "section", "article", "main", "header", "footer",
-                               "aside", "nav", "form", "table", "tr", "ul", "ol", "dl",
+                               "aside", "form", "table", "tr", "ul", "ol", "dl",
                                "figure", "address", "details", "summary"}
 _HTML_SKIPPED = ["script", "style", "noscript", "template", "head"]
+# The page's navigation and search (HTML's ``nav``, ARIA's landmark roles): a generator's
+# sidebar, table of contents and "Previous topic" links, not words of the document.
+_HTML_CHROME = 'nav, [role="navigation"], [role="search"]'
 # What a documentation generator writes after a heading or a definition as its permalink
 # (Sphinx's "¶", MkDocs' "¶" or "#", others' "§" or a link symbol): an anchor into the
 # page with this text alone is a button, not words of the document.
@@ -145,8 +148,8 @@ def _inline_text(inline: Any) -> str:
 
 def _html(data: bytes) -> Converted:
     """One block per run of text under the same block element (a paragraph, a list item,
-    a heading, a ``div``'s own loose text), in document order; a heading's text starts
-    a section."""
+    a heading, a ``div``'s own loose text), in document order, less the page's
+    navigation (``_HTML_CHROME``); a heading's text starts a section."""
     from selectolax.lexbor import LexborHTMLParser
 
     text = _utf8(data)
@@ -157,6 +160,8 @@ def _html(data: bytes) -> Converted:
     title_node = tree.css_first("title")
     title = _one_line(title_node.text()) if title_node is not None else None
     tree.strip_tags(_HTML_SKIPPED)
+    for chrome in tree.css(_HTML_CHROME):
+        chrome.decompose()
     for anchor in tree.css('a[href^="#"]'):
         if anchor.text(strip=True) in _PERMALINK_MARKS:
             anchor.decompose()

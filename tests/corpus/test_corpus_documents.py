@@ -119,6 +119,20 @@ def test_an_html_pages_permalink_anchors_are_no_words_of_it():
         ("A pilcrow (¶) marks a paragraph; see the notes.", "Notes")]
 
 
+def test_an_html_pages_navigation_and_search_are_no_words_of_it():
+    """A Sphinx page (the Python docs) lays its sidebar's table of contents, its search
+    box and its related links out in elements marked as navigation; the body stays."""
+    page = ('<div class="related" role="navigation"><h3>Navigation</h3><ul><li>index</li>'
+            '<li>Python »</li></ul></div><nav class="menu"><p>Menu</p></nav>'
+            '<div class="body" role="main"><h1>heapq</h1><p>Heap queue algorithm.</p>'
+            '<form role="search"><p>Quick search</p></form></div>'
+            '<div class="sphinxsidebar" role="navigation"><h3>Previous topic</h3>'
+            '<p>calendar</p></div><div class="footer">© Copyright 2001.</div>')
+    converted = convert(page.encode(), ".html")
+    assert [(b.text, b.heading) for b in converted.blocks] == [
+        ("heapq", "heapq"), ("Heap queue algorithm.", "heapq"), ("© Copyright 2001.", "heapq")]
+
+
 def test_the_spaces_between_inline_elements_part_their_words():
     """Between two links of a paragraph, or the highlighted tokens of a code line (as
     Sphinx writes them), the only text is a space: it stays."""
