@@ -47,13 +47,23 @@ def read_entities(folder: Path, columns: list[str] | None = None) -> pl.DataFram
 
 def entity_parts(folder: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
     """The entity table's ``columns``, ``rows`` rows at a time in table order: for a
-    reader that keeps a little of each row, so that the whole table is never held. Arrow's
-    memory pool keeps the pages it decoded the table in (260 MB at 715,914 nlp entities),
-    for Arrow alone: they are handed back once the table is read."""
+    reader that keeps a little of each row, so that the whole table is never held."""
+    return _parts(folder / ENTITIES_FILE, columns, rows)
+
+
+def relationship_parts(folder: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
+    """The relationship table's ``columns``, ``rows`` rows at a time (``entity_parts``)."""
+    return _parts(folder / RELATIONSHIPS_FILE, columns, rows)
+
+
+def _parts(path: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
+    """A Parquet table's ``columns`` in parts of ``rows`` rows. Arrow's memory pool keeps
+    the pages it decoded the table in (260 MB at 715,914 nlp entities), for Arrow alone:
+    they are handed back once the table is read."""
     import pyarrow as pa  # imported where it reads, not by every command
     import pyarrow.parquet as pq
 
-    for batch in pq.ParquetFile(folder / ENTITIES_FILE).iter_batches(rows, columns=columns):
+    for batch in pq.ParquetFile(path).iter_batches(rows, columns=columns):
         yield pl.DataFrame(pl.from_arrow(batch))
     pa.default_memory_pool().release_unused()
 

@@ -56,13 +56,13 @@ import polars as pl
 
 from kgrag.contents.chunks import read_chunks
 from kgrag.contents.dense import open_dense
-from kgrag.contents.entities import entity_parts, read_relationships
+from kgrag.contents.entities import entity_parts, read_relationships, relationship_parts
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
 from kgrag.models.embed.backends import TORCH, identity
 from kgrag.retrieval.budget import LazyRanking, fill_budget
 from kgrag.retrieval.dense_scores import FIRST_SEARCH, DenseScores, Flat, Nearest
-from kgrag.retrieval.entity_graph import EntityGraph, named_phrases
+from kgrag.retrieval.entity_graph import RELATION_ROWS, EntityGraph, named_phrases
 from kgrag.retrieval.fact_links import FactLinks
 from kgrag.retrieval.seeds import ExtractorMentions, NearestNames, synonym_pairs
 from kgrag.retrieval.walk_params import PUSH_EPSILON, WALK_PARAMS, walk_of
@@ -408,7 +408,7 @@ def _entity_graph(config: dict[str, Any], graph: Path, dense: Path, chunks: Path
         return _GRAPHS[key]
     _GRAPHS.clear()
     entities = _phrases(config, graph)
-    relationships = read_relationships(graph, ["source", "target", "strength"])
+    relationships = relationship_parts(graph, ["source", "target", "strength"], RELATION_ROWS)
     titles = None
     if config["titles"]:
         table = read_chunks(chunks, ["chunk_id", "title"])

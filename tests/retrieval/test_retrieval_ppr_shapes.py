@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from kgrag.contents.entities import write_entity_tables
+from kgrag.contents.entities import relationship_parts, write_entity_tables
 from kgrag.errors import KgragError
 from kgrag.eval.halves import halves
 from kgrag.retrieval import ppr_search
@@ -56,12 +56,12 @@ def test_a_named_graph_keeps_fewer_phrase_nodes_and_its_titles():
     entities = entities.with_columns(
         type=pl.Series([kinds[n] for n in entities["name"]]),
         description=pl.Series(["a film by Johnny Lee about Canberra and Sydney"] * 6))
-    named = EntityGraph.build(entities, relationships, CHUNK_IDS, TITLES, phrases="named")
-    every = EntityGraph.build(entities, relationships, CHUNK_IDS, TITLES)
+    named = EntityGraph.build(entities, [relationships], CHUNK_IDS, TITLES, phrases="named")
+    every = EntityGraph.build(entities, [relationships], CHUNK_IDS, TITLES)
     assert "FILM" in named.names  # a title ("Film") is a phrase whatever the rule says
     assert "THE" in every.names and "THE" not in named.names
     assert len(named.names) < len(every.names)
-    untitled = EntityGraph.build(entities, relationships, CHUNK_IDS, None, phrases="named")
+    untitled = EntityGraph.build(entities, [relationships], CHUNK_IDS, None, phrases="named")
     assert "FILM" not in untitled.names
 
 
@@ -82,8 +82,8 @@ def test_the_named_phrases_chosen_part_by_part_are_those_of_the_whole_table(
 
 def test_relations_false_drops_the_entity_edges():
     entities, relationships = tables([("JOHNNY LEE", "CANBERRA", 8.0)])
-    joined = EntityGraph.build(entities, relationships, CHUNK_IDS, None)
-    alone = EntityGraph.build(entities, relationships, CHUNK_IDS, None, relations=False)
+    joined = EntityGraph.build(entities, [relationships], CHUNK_IDS, None)
+    alone = EntityGraph.build(entities, [relationships], CHUNK_IDS, None, relations=False)
     lee, canberra = joined.names.index("JOHNNY LEE"), joined.names.index("CANBERRA")
     assert joined.adjacency[lee, canberra] == pytest.approx(0.8)
     assert alone.adjacency[lee, canberra] == 0
@@ -107,7 +107,7 @@ def test_fact_links_seed_the_ends_of_the_nearest_facts():
                                       ("FORBIDDEN GROUND", "JOHNNY LEE", 8.0)])
     relationships = relationships.with_columns(
         description=pl.Series(["born in: Lee was born in Canberra.", "directed by: x"]))
-    graph = EntityGraph.build(entities, relationships, CHUNK_IDS, None)
+    graph = EntityGraph.build(entities, [relationships], CHUNK_IDS, None)
     node = {name: i for i, name in enumerate(graph.names)}
     facts = FactLinks.build(relationships, node.get, axis_embed, top_k=1)
     linked = facts.link(np.array([1.0, 0.0]))  # a question along x: the Canberra fact
@@ -154,6 +154,26 @@ def test_halves_split_by_seeded_question_id():
         halves(["q1"])
 
 
+def test_a_graph_of_relationships_read_part_by_part_is_that_of_the_whole_table(tmp_path):
+    """The walk's graph reads the relationship table a part at a time; a pair seen in
+    two parts (here in both orientations, and once more) still sums its weights."""
+    entities, relationships = tables([("JOHNNY LEE", "CANBERRA", 4.0),
+                                      ("FORBIDDEN GROUND", "JOHNNY LEE", 9.0),
+                                      ("CANBERRA", "JOHNNY LEE", 2.0), ("SYDNEY", "FILM", 1.0),
+                                      ("JOHNNY LEE", "CANBERRA", 3.0)])
+    write_entity_tables(tmp_path, entities, relationships)
+    parts = relationship_parts(tmp_path, ["source", "target", "strength"], 2)
+    read = EntityGraph.build(entities, parts, CHUNK_IDS, TITLES)
+    whole = EntityGraph.build(entities, [relationships], CHUNK_IDS, TITLES)
+    assert read.names == whole.names and read.adjacency.nnz == whole.adjacency.nnz
+    assert (read.adjacency != whole.adjacency).nnz == 0
+    lee, canberra = read.names.index("JOHNNY LEE"), read.names.index("CANBERRA")
+    assert read.adjacency[lee, canberra] == pytest.approx(0.9)  # (4 + 2 + 3) / 10
+    unrelated = EntityGraph.build(entities, relationship_parts(
+        tmp_path, ["source", "target", "strength"], 2), CHUNK_IDS, TITLES, relations=False)
+    assert unrelated.adjacency[lee, canberra] == 0
+
+
 def test_fact_links_on_a_graph_without_relationships_is_refused(tmp_path):
     entities, relationships = tables()
     folders = write_indexes(tmp_path, entities,
@@ -163,7 +183,8 @@ def test_fact_links_on_a_graph_without_relationships_is_refused(tmp_path):
 
 
 def test_name_links_seed_the_names_nearest_the_question_weighted_by_similarity():
-    graph = EntityGraph.build(*tables(), CHUNK_IDS, None)
+    entities, relationships = tables()
+    graph = EntityGraph.build(entities, [relationships], CHUNK_IDS, None)
     vectors = axis_embed(graph.names)  # CANBERRA along x, every other name along y
     names = FactLinks.names(vectors, top_k=1)
     canberra = graph.names.index("CANBERRA")
