@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
+import numpy as np
 import polars as pl
 
 LANCE_SUFFIX = ".lance"  # a LanceDB table is a folder of this name in its database folder
@@ -99,6 +100,13 @@ def _check_safetensors(path: Path) -> None:
         raise ValueError(f"{path.stat().st_size} bytes, its header describes {8 + length + end}")
 
 
+def _map_npy(path: Path) -> None:
+    """A NumPy file (a dense artefact's matrix) keeps no checksum, but its header gives
+    its shape: a file cut short does not map. Then its bytes are read through."""
+    np.load(path, mmap_mode="r")
+    _read_bytes(path)
+
+
 def _read_bytes(path: Path) -> None:
     """A file of a kind nothing here parses: it can at least be opened and read through."""
     with open(path, "rb") as handle:
@@ -115,5 +123,5 @@ def _first_line(exc: Exception, limit: int = 160) -> str:
 
 READERS: dict[str, Callable[[Path], None]] = {
     ".parquet": _read_parquet, ".json": _read_json, ".graphml": _read_xml,
-    ".pt": _test_zip, ".safetensors": _check_safetensors,
+    ".pt": _test_zip, ".safetensors": _check_safetensors, ".npy": _map_npy,
 }

@@ -26,7 +26,9 @@ from kgrag.errors import KgragError
 # the 1,953-chunk scale corpus (docs/scale.md); a kind not listed: OTHER_BYTES_PER_TOKEN.
 # The extract step's 9.9 is counted with what its merge spills while it runs (the
 # members and the merged relationships, about 0.6 of the artefact, ``kgrag.graphs.spill``).
-BYTES_PER_TOKEN = {"import": 1.6, "chunk": 3.1, "extract": 16.0, "dense_index": 12.0}
+# The dense step's 12.0 for its table, plus its matrix file: 384 float32 a chunk of about
+# 136 tokens (``kgrag.contents.dense.MATRIX_FILE``).
+BYTES_PER_TOKEN = {"import": 1.6, "chunk": 3.1, "extract": 16.0, "dense_index": 23.3}
 OTHER_BYTES_PER_TOKEN = 0.5
 TEXT_BYTES_PER_TOKEN = 4  # English text in a file, JSON quoting included, per WordPiece token
 MARGIN = 1.2  # the estimate is of the order of the need, not its last byte

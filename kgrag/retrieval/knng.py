@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kgrag.contents.core import read_knn
-from kgrag.contents.dense import open_dense
+from kgrag.contents.dense import dense_matrix, open_dense
 from kgrag.declarations import Config, GraphRef, Need, Strategy
 from kgrag.errors import KgragError
 from kgrag.retrieval.local_search import natural_key
@@ -49,7 +49,7 @@ class KnngStrategy:
         units, budget = resources.chunks, config["budget_tokens"]
         table = open_dense(artefacts["dense"])
         dense = NaiveStrategy(table, units, config["top_k"], budget)
-        chunk_ids, matrix = table.matrix()
+        chunk_ids, matrix = dense_matrix(artefacts["dense"])
         edges = read_knn(artefacts["knn"])
         unknown = set(edges["source"].to_list() + edges["target"].to_list()) - units.text.keys()
         if unknown:

@@ -55,7 +55,7 @@ import numpy as np
 import polars as pl
 
 from kgrag.contents.chunks import read_chunks
-from kgrag.contents.dense import open_dense
+from kgrag.contents.dense import dense_matrix, open_dense
 from kgrag.contents.entities import entity_parts, read_relationships, relationship_parts
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
@@ -142,7 +142,7 @@ class PprSearch:
     def _build(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
                resources: Resources) -> PprSearch:
         chunk_table = open_dense(dense)
-        ids, matrix = _chunk_vectors(chunk_table, dense)
+        ids, matrix = _chunk_vectors(dense)
         index = chunk_table if chunk_table.ann is not None else None
         entity_graph = _entity_graph(config, graph, dense, chunks, ids)
         mentions = nearest = facts = names = None
@@ -387,13 +387,13 @@ class PprSearch:
         return {chunk: j for j, chunk in enumerate(self.graph.chunk_ids)}
 
 
-def _chunk_vectors(table: VectorTable, dense: Path) -> tuple[list[str], np.ndarray]:
-    """The chunk ids and normalised vectors of the dense artefact ``dense`` (its ``table``);
-    the last read is kept, so the searches of a run that walk one graph differently hold
-    one matrix, read once (169 MB at 110,056 chunks)."""
+def _chunk_vectors(dense: Path) -> tuple[list[str], np.ndarray]:
+    """The chunk ids and normalised vectors of the dense artefact ``dense``, mapped
+    (``dense_matrix``); the last opened is kept, so the searches of a run that walk one
+    graph differently share one map."""
     if str(dense) not in _VECTORS:
         _VECTORS.clear()
-        _VECTORS[str(dense)] = table.matrix()
+        _VECTORS[str(dense)] = dense_matrix(dense)
     return _VECTORS[str(dense)]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -179,26 +179,38 @@ class VectorTable:
         query is the cosine (keyword vectors are stored as unnormalised means).
         """
         ids, values = self.rows()
-        norms = np.linalg.norm(values, axis=1, keepdims=True)
-        values /= np.where(norms > 0, norms, 1.0)
-        return ids, values
+        return ids, unit_rows(values)
 
     def rows(self) -> tuple[list[str], np.ndarray]:
         """Every id with its vector as stored (float32), read ``READ_ROWS`` rows at a time
         into one matrix. The whole table as Arrow, then its copy as float32 held three
         matrices at once, and left most of the 530 MB it took at 110,056 rows of 384
         dimensions resident after (docs/scale.md); this holds the matrix and one batch."""
-        size = self.dim
-        values = np.empty((len(self), size), dtype=np.float32)
+        values = np.empty((len(self), self.dim), dtype=np.float32)
         ids: list[str] = []
+        for batch_ids, batch in self.batches():
+            values[len(ids):len(ids) + len(batch_ids)] = batch
+            ids += batch_ids
+        return ids, values
+
+    def batches(self) -> Iterator[tuple[list[str], np.ndarray]]:
+        """The ids and vectors as stored (float32), ``READ_ROWS`` rows at a time, in the
+        table's order (that of ``ids``)."""
+        size, read = self.dim, 0
         query = self._table.search().select(["id", "vector"]).limit(None)
         for batch in query.to_batches(READ_ROWS):
             flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
-            values[len(ids):len(ids) + batch.num_rows] = flat.reshape(batch.num_rows, size)
-            ids += batch.column("id").to_pylist()
-        if len(ids) != len(values):
+            read += batch.num_rows
+            yield batch.column("id").to_pylist(), flat.reshape(batch.num_rows, size)
+        if read != len(self):
             raise KgragError(f"vector table {self._table.name!r} changed while it was read")
-        return ids, values
+
+    def ids(self) -> list[str]:
+        """Every id, in the table's order."""
+        ids: list[str] = []
+        for batch in self._table.search().select(["id"]).limit(None).to_batches(READ_ROWS):
+            ids += batch.column("id").to_pylist()
+        return ids
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The ``k`` nearest ids with their cosine similarity, best first: exact, or
@@ -221,6 +233,13 @@ class VectorTable:
         ids = result.column("id").to_pylist()
         distances = result.column("_distance").to_pylist()
         return [(i, 1.0 - d) for i, d in zip(ids, distances)]
+
+
+def unit_rows(values: np.ndarray) -> np.ndarray:
+    """``values`` with each row scaled to unit length in place (a zero row stays zero)."""
+    norms = np.linalg.norm(values, axis=1, keepdims=True)
+    values /= np.where(norms > 0, norms, 1.0)
+    return values
 
 
 def _rows(part: Part) -> Any:

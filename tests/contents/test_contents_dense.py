@@ -11,7 +11,15 @@ import polars as pl
 import pytest
 
 from kgrag.contents.chunks import CHUNKS_FILE
-from kgrag.contents.dense import DENSE_TABLE, digests, grow_dense, open_dense, write_dense
+from kgrag.contents.dense import (
+    DENSE_TABLE,
+    dense_matrix,
+    digests,
+    grow_dense,
+    open_dense,
+    write_dense,
+    write_matrix,
+)
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
 from kgrag.progress import Progress
@@ -71,6 +79,12 @@ def test_the_table_is_written_a_part_at_a_time_with_each_texts_digest(
     assert np.allclose(got, whole.rows()[1], atol=1e-6)
     assert table.ann is not None and table.dim == got.shape[1]
     assert table.digests().column("digest").to_pylist() == digests(texts)
+    # the matrix file: the table's rows normalised, in its order, mapped read-only
+    monkeypatch.setattr("kgrag.store.vectors.READ_ROWS", 64)
+    write_matrix(tmp_path / "parts", table)
+    mapped_ids, mapped = dense_matrix(tmp_path / "parts")
+    assert mapped_ids == ids and isinstance(mapped, np.memmap) and not mapped.flags.writeable
+    assert np.array_equal(mapped, table.matrix()[1])
 
 
 def test_a_changed_corpus_embeds_only_its_new_texts_into_the_earlier_index(
@@ -104,6 +118,9 @@ def test_a_changed_corpus_embeds_only_its_new_texts_into_the_earlier_index(
     assert held == dict(zip(now_ids, digests(now)))
     for row in (10, 20, 260):  # changed and new rows are found through the index
         assert grown.search(got[got_ids.index(now_ids[row])], 1)[0][0] == now_ids[row]
+    write_matrix(tmp_path / "after", grown)  # in the grown table's own row order
+    mapped_ids, mapped = dense_matrix(tmp_path / "after")
+    assert mapped_ids == got_ids and np.array_equal(mapped, grown.matrix()[1])
 
 
 def test_a_corpus_changed_past_the_fold_share_or_without_an_index_is_built_anew(

@@ -35,6 +35,7 @@ def build(folder: Path) -> Path:
     (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header
                                                + bytes(16))
     (folder / "vocab.txt").write_text("port\nblair\n")
+    np.save(folder / "matrix.npy", vectors)
     return folder
 
 
@@ -71,6 +72,7 @@ def test_an_intact_artefact_reads_whole(tmp_path: Path) -> None:
     (cut("build.json", 0.9), "build.json"),
     (zero_middle("scorer.pt"), "scorer.pt"),
     (cut("model.safetensors", 0.95), "model.safetensors"),
+    (cut("matrix.npy", 0.9), "matrix.npy"),
 ])
 def test_a_damaged_file_is_named_with_why_it_cannot_be_read(
         tmp_path: Path, spoil: Callable[[Path], None], named: str) -> None:

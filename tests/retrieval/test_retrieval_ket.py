@@ -28,6 +28,7 @@ from test_retrieval_local_search import (
     write_skeleton,
 )
 
+from kgrag.contents.dense import write_matrix
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.models.registry import resolve_embedder
@@ -219,8 +220,9 @@ def write_extraction(root: Path) -> dict[str, Path]:
                  ).write_parquet(folders["graph"] / "relationships.parquet")
     ids = list(CHUNKS)
     sims = np.linspace(0.1, 0.5, len(ids))  # c5 nearest: the tie-break and the fallback
-    VectorTable.create(folders["dense"], "chunks", ids,
-                       np.stack([sims, np.sqrt(1 - sims**2), 0 * sims, 0 * sims], axis=1))
+    write_matrix(folders["dense"], VectorTable.create(
+        folders["dense"], "chunks", ids,
+        np.stack([sims, np.sqrt(1 - sims**2), 0 * sims, 0 * sims], axis=1)))
     pl.DataFrame({"chunk_id": ids, "title": [f"Doc {c[1]}" for c in ids]}
                  ).write_parquet(folders["chunks"] / "chunks.parquet")
     return folders

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 from test_retrieval_local_search import CHUNKS, QUESTION, units_of, write_skeleton
 
+from kgrag.contents.dense import write_matrix
 from kgrag.corpus.tokenizer import Tokenizer
 from kgrag.errors import KgragError
 from kgrag.models.registry import resolve_embedder
@@ -44,8 +45,9 @@ def folders(tmp_path_factory: pytest.TempPathFactory, tokenizer: Tokenizer) -> d
     dense.mkdir()
     knn.mkdir()
     sims = np.array(list(DENSE.values()))
-    VectorTable.create(dense, "chunks", list(DENSE),
-                       np.stack([sims, np.sqrt(1 - sims**2), 0 * sims, 0 * sims], axis=1))
+    write_matrix(dense, VectorTable.create(
+        dense, "chunks", list(DENSE),
+        np.stack([sims, np.sqrt(1 - sims**2), 0 * sims, 0 * sims], axis=1)))
     pl.DataFrame({"source": [a for a, b in KNN] + [b for a, b in KNN],
                   "target": [b for a, b in KNN] + [a for a, b in KNN]}
                  ).write_parquet(knn / "knn.parquet")

@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from kgrag.contents.dense import write_matrix
 from kgrag.errors import KgragError
 from kgrag.models.pipelines import resolve_pipeline
 from kgrag.retrieval import STRATEGIES, Resources
@@ -190,8 +191,8 @@ def write_indexes(root: Path, entities: pl.DataFrame, relationships: pl.DataFram
     entities.write_parquet(folders["graph"] / "entities.parquet")
     relationships.write_parquet(folders["graph"] / "relationships.parquet")
     sims = np.array(DENSE)
-    VectorTable.create(folders["dense"], "chunks", CHUNK_IDS,
-                       np.stack([sims, np.sqrt(1 - sims**2)], axis=1))
+    write_matrix(folders["dense"], VectorTable.create(
+        folders["dense"], "chunks", CHUNK_IDS, np.stack([sims, np.sqrt(1 - sims**2)], axis=1)))
     pl.DataFrame({"chunk_id": CHUNK_IDS, "title": [TITLES[c] for c in CHUNK_IDS]}
                  ).write_parquet(folders["chunks"] / "chunks.parquet")
     return folders

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from kgrag.contents.dense import open_dense
+from kgrag.contents.dense import dense_matrix
 from kgrag.contents.entities import open_entity_vectors, read_entities, read_relationships
 from kgrag.contents.gates import read_gates
 from kgrag.contents.hierarchy import read_modules
@@ -88,7 +88,7 @@ class HugragGraph:
                                       modules["module_id"])
             if use_gates:
                 gates = read_gates(artefacts["gates"])
-        chunk_ids, chunk_vectors = open_dense(artefacts["dense"]).matrix()
+        chunk_ids, chunk_vectors = dense_matrix(artefacts["dense"])
         return cls.assemble(entities, entity_vectors, read_relationships(folder), modules,
                             module_vectors, gates, chunk_ids, chunk_vectors, units)
 
