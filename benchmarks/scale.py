@@ -241,7 +241,7 @@ def tile(size: str, copies: int, seed: int, data: Path) -> dict[str, Path]:
 
     from kgrag.api import open_session
     from kgrag.contents.chunks import read_chunks, write_chunks
-    from kgrag.contents.dense import DENSE_TABLE, open_dense
+    from kgrag.contents.dense import DENSE_TABLE, dense_matrix, write_matrix
     from kgrag.contents.entities import read_entities, read_relationships, write_entity_tables
     from kgrag.contents.extraction import read_counts, write_counts
     from kgrag.store.vectors import VectorTable
@@ -249,7 +249,7 @@ def tile(size: str, copies: int, seed: int, data: Path) -> dict[str, Path]:
     session = open_session(spec_for(size, seed, data))
     out = ROOT / "outputs" / "scale-tiled" / f"{size}x{copies}"
     folders = {name: out / name for name in ("chunks", "dense", "extract.nlp-kg")}
-    if (out / "done").exists():
+    if (out / "done-2").exists():  # "done": tiled before the dense artefact's matrix file
         return folders
     suffixes = [""] + [f"~{c}" for c in range(1, copies)]
 
@@ -262,16 +262,17 @@ def tile(size: str, copies: int, seed: int, data: Path) -> dict[str, Path]:
         folder.mkdir(parents=True, exist_ok=True)
     write_chunks(folders["chunks"], [renamed(read_chunks(session.artefact("chunks")),
                                              ["chunk_id", "doc_id"], [])])
-    ids, matrix = open_dense(session.artefact("dense")).matrix()
-    VectorTable.create(folders["dense"], DENSE_TABLE, [i + s for s in suffixes for i in ids],
-                       np.tile(matrix, (copies, 1)))
+    ids, matrix = dense_matrix(session.artefact("dense"))
+    write_matrix(folders["dense"], VectorTable.create(
+        folders["dense"], DENSE_TABLE, [i + s for s in suffixes for i in ids],
+        np.tile(matrix, (copies, 1))))
     extract = session.artefact("extract.nlp-kg")
     write_counts(folders["extract.nlp-kg"], renamed(read_counts(extract), ["chunk_id"], []))
     write_entity_tables(folders["extract.nlp-kg"],
                         renamed(read_entities(extract), ["name"], ["source_chunk_ids"]),
                         renamed(read_relationships(extract), ["source", "target"],
                                 ["source_chunk_ids"]))
-    (out / "done").write_text("")
+    (out / "done-2").write_text("")
     return folders
 
 
