@@ -27,7 +27,8 @@ from kgrag.store.vectors import FOLD_SHARE, Part, VectorTable, unit_rows
 
 DENSE_TABLE = "chunks"
 # The table's vectors, row-normalised, in its row order: mapped by the strategies that
-# read chunk rows (``ppr``'s search), so that only the rows a question reads are resident.
+# read chunk rows (``ppr``'s search, HugRAG, ``knng``), so that only the rows a question
+# reads are resident.
 MATRIX_FILE = "chunks.f32.npy"
 # Chunks embedded and appended at a time: about 45 MB of texts and 50 MB of 384-dimension
 # vectors (with the embedder's own copies) at 1.4 KB of text a chunk.
