@@ -3,18 +3,14 @@ keeps below a block still in use, which the dense step's parts left behind."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import psutil
 import pytest
 
 from kgrag.memory import _trim, give_back
 
 
 def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+    return psutil.Process().memory_info().rss / 2**20
 
 
 @pytest.mark.skipif(_trim() is None, reason="the C library has no malloc_trim")
