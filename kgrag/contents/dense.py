@@ -125,7 +125,6 @@ def write_matrix(folder: Path, table: VectorTable) -> None:
         unit_rows(matrix[done:done + len(ids)])
         done += len(ids)
     matrix.flush()
-    del matrix
 
 
 def dense_matrix(folder: Path) -> tuple[list[str], np.ndarray]:
