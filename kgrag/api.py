@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,7 +204,7 @@ class Querier:
     strategy: Any
     titles: dict[str, str]  # doc id → title
     sources: dict[str, str]  # chunk id → where it came from (a documents folder's)
-    contexts: dict[str, str]  # chunk id → its text as the LLM reads it
+    contexts: Mapping[str, str]  # chunk id → its text as the LLM reads it
 
     def retrieve(self, question: str) -> Evidence:
         """What the strategy retrieves for ``question`` (no LLM call unless the strategy

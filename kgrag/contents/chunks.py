@@ -20,6 +20,7 @@ from typing import Any
 
 import polars as pl
 
+from kgrag.contents.columns import parquet_parts
 from kgrag.errors import KgragError
 
 CHUNKS_FILE = "chunks.parquet"
@@ -110,12 +111,6 @@ def chunk_columns(folder: Path) -> list[str]:
 
 
 def chunk_frames(folder: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
-    """The artefact's chunks in its order, ``rows`` at a time, those ``columns`` only: the
-    reader decodes one row group of the file at a time, not the whole table."""
-    import pyarrow.parquet as pq
-
-    with pq.ParquetFile(folder / CHUNKS_FILE) as table:
-        for batch in table.iter_batches(rows, columns=columns):
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame), "a record batch reads as a frame"
-            yield frame
+    """The artefact's chunks in its order, ``rows`` at a time, those ``columns`` only
+    (``parquet_parts``)."""
+    return parquet_parts(folder / CHUNKS_FILE, columns, rows)

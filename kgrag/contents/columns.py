@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import polars as pl
 
 from kgrag.corpus.tokenizer import Tokenizer
@@ -20,3 +23,17 @@ def counted(frame: pl.DataFrame, text: str, tokens: str, tokenizer: Tokenizer) -
     """
     return frame.with_columns(
         pl.Series(tokens, tokenizer.count_many(frame[text].to_list()), dtype=pl.Int64))
+
+
+def parquet_parts(path: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
+    """A Parquet table's ``columns`` in its order, ``rows`` rows at a time: the reader
+    decodes one row group at a time, never the whole table. Arrow's memory pool keeps
+    the pages it decoded into (260 MB at 715,914 nlp entities, 128 MB for the texts of
+    110,056 chunks), for Arrow alone: they are handed back once the table is read."""
+    import pyarrow as pa  # imported where it reads, not by every command
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as table:
+        for batch in table.iter_batches(rows, columns=columns):
+            yield pl.DataFrame(pl.from_arrow(batch))
+    pa.default_memory_pool().release_unused()

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from kgrag.contents.columns import parquet_parts
 from kgrag.store.vectors import VectorTable
 
 ENTITIES_FILE = "entities.parquet"
@@ -48,24 +49,12 @@ def read_entities(folder: Path, columns: list[str] | None = None) -> pl.DataFram
 def entity_parts(folder: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
     """The entity table's ``columns``, ``rows`` rows at a time in table order: for a
     reader that keeps a little of each row, so that the whole table is never held."""
-    return _parts(folder / ENTITIES_FILE, columns, rows)
+    return parquet_parts(folder / ENTITIES_FILE, columns, rows)
 
 
 def relationship_parts(folder: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
     """The relationship table's ``columns``, ``rows`` rows at a time (``entity_parts``)."""
-    return _parts(folder / RELATIONSHIPS_FILE, columns, rows)
-
-
-def _parts(path: Path, columns: list[str], rows: int) -> Iterator[pl.DataFrame]:
-    """A Parquet table's ``columns`` in parts of ``rows`` rows. Arrow's memory pool keeps
-    the pages it decoded the table in (260 MB at 715,914 nlp entities), for Arrow alone:
-    they are handed back once the table is read."""
-    import pyarrow as pa  # imported where it reads, not by every command
-    import pyarrow.parquet as pq
-
-    for batch in pq.ParquetFile(path).iter_batches(rows, columns=columns):
-        yield pl.DataFrame(pl.from_arrow(batch))
-    pa.default_memory_pool().release_unused()
+    return parquet_parts(folder / RELATIONSHIPS_FILE, columns, rows)
 
 
 def read_relationships(folder: Path, columns: list[str] | None = None) -> pl.DataFrame:

@@ -48,8 +48,11 @@ class Bm25Index:
         self.id_array = np.array(self.ids, dtype=object)
         self.words = WordSplitter(stopwords="english")
         # Word ids, not strings: the splitter's vocabulary is then the index's, and a
-        # question's ids index it directly.
-        corpus = self.words.tokenize([units.text[i] for i in self.ids], return_as="tuple",
+        # question's ids index it directly. The texts are read one by one as they are split
+        # (``Units`` reads them from a file), never all held at once.
+        texts = (units.text[i] for i in self.ids)
+        corpus = self.words.tokenize(texts,  # type: ignore[arg-type]  # it only iterates them
+                                     length=len(self.ids), return_as="tuple",
                                      show_progress=False)
         self.index = bm25s.BM25()
         self.index.index(corpus, show_progress=False)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
+from kgrag.errors import KgragError
 from kgrag.retrieval.budget import fill_budget
+
+V = TypeVar("V")
 
 
 def unit_text(with_title: bool) -> pl.Expr:
@@ -18,24 +25,84 @@ def unit_text(with_title: bool) -> pl.Expr:
     return pl.format("# {}\n{}", pl.col("title"), pl.col("text")) if with_title else pl.col("text")
 
 
+class ByRow(Mapping[str, V]):
+    """Unit id → one value, looked up by the unit's row: the columns of one table share
+    the ids' row numbers, and each keeps its values compact (an array, a file)."""
+
+    def __init__(self, rows: dict[str, int], at: Callable[[int], V]) -> None:
+        self.rows, self.at = rows, at
+
+    def __getitem__(self, unit: str) -> V:
+        return self.at(self.rows[unit])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+class FileTexts:
+    """Texts by row, kept out of memory: encoded one after another in a file with no
+    name in the temp folder (``TMPDIR``), each read with one ``pread`` when asked for. So
+    none of them counts in the process's memory (mapped, the pages read, and the pages
+    the kernel maps around each, would stay resident); the file is gone with this."""
+
+    def __init__(self) -> None:
+        self.ends = array("q")
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 (open while the texts are read)
+
+    def write(self, texts: list[str]) -> None:
+        encoded = [text.encode() for text in texts]
+        at = self.ends[-1] if self.ends else 0
+        for text in encoded:
+            at += len(text)
+            self.ends.append(at)
+        self.file.write(b"".join(encoded))
+        self.file.flush()  # what pread reads is the file's, not the writer's buffer
+
+    def __call__(self, row: int) -> str:
+        start = self.ends[row - 1] if row else 0
+        return os.pread(self.file.fileno(), self.ends[row] - start, start).decode()
+
+
 @dataclass(frozen=True)
 class Units:
     """Unit id → rendered context text (``# <title>`` + text), its token count, its document.
 
-    Chunks are units; so are KET-RAG's sub-chunks (same columns, other file).
+    Chunks are units; so are KET-RAG's sub-chunks (same columns, other file). Read from a
+    table (``Units.read``), the texts are read from a file when asked for and the rest is
+    held in arrays by row: at a million chunks, the texts as Python strings were 1.4 GB
+    of every strategy's memory, though a question reads a few of them.
     """
 
-    text: dict[str, str]
-    tokens: dict[str, int]
-    doc: dict[str, str]
+    text: Mapping[str, str]
+    tokens: Mapping[str, int]
+    doc: Mapping[str, str]
 
     @classmethod
     def of(cls, df: pl.DataFrame) -> Units:
         """The units of a table with ``kgrag.contents.chunks.UNIT_COLUMNS``."""
-        ids = df["chunk_id"].to_list()
-        return cls(dict(zip(ids, df["context"].to_list())),
-                   dict(zip(ids, df["context_tokens"].to_list())),
-                   dict(zip(ids, df["doc_id"].to_list())))
+        return cls.read([df])
+
+    @classmethod
+    def read(cls, parts: Iterable[pl.DataFrame]) -> Units:
+        """The units of a table read part by part (frames with ``UNIT_COLUMNS``)."""
+        rows: dict[str, int] = {}
+        tokens, codes = array("i"), array("i")
+        docs: dict[str, int] = {}
+        texts = FileTexts()
+        for part in parts:
+            for unit in part["chunk_id"].to_list():
+                rows.setdefault(unit, len(rows))
+            if len(rows) != len(tokens) + part.height:
+                raise KgragError("a unit id occurs twice in a table of retrieval units")
+            tokens.extend(part["context_tokens"].to_list())
+            codes.extend(docs.setdefault(d, len(docs)) for d in part["doc_id"].to_list())
+            texts.write(part["context"].to_list())
+        names = list(docs)
+        return cls(ByRow(rows, texts), ByRow(rows, tokens.__getitem__),
+                   ByRow(rows, lambda row: names[codes[row]]))
 
     def filled(self, ranked: list[str], budget: int) -> Evidence:
         """The context of a ranking: its units in rank order while they fit ``budget``

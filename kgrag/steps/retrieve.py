@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from kgrag.contents.chunks import UNIT_COLUMNS, read_chunks
+from kgrag.contents.chunks import ROW_GROUP, UNIT_COLUMNS, chunk_frames, read_chunks
 from kgrag.contents.corpus import read_questions
 from kgrag.contents.retrieved import write_retrieved
 from kgrag.errors import KgragError
@@ -36,8 +36,11 @@ from kgrag.training.split import held_out
 
 
 def chunk_units(inputs: dict[str, Path]) -> Units | None:
-    """The chunks as retrieval units, for a step whose inputs hold a chunks artefact."""
-    return Units.of(read_chunks(inputs["chunks"], UNIT_COLUMNS)) if "chunks" in inputs else None
+    """The chunks as retrieval units, for a step whose inputs hold a chunks artefact, read
+    a row group at a time."""
+    if "chunks" not in inputs:
+        return None
+    return Units.read(chunk_frames(inputs["chunks"], UNIT_COLUMNS, ROW_GROUP))
 
 
 def load_strategy(step: dict[str, Any], inputs: dict[str, Path], models: Any,

@@ -23,6 +23,7 @@ search's hybrid score reads (``kgrag.retrieval.hugrag.search``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,7 +59,7 @@ class HugragGraph:
 
     def __init__(self, nodes: list[Node], vectors: np.ndarray, lexicon: sp.csr_matrix,
                  vocabulary: dict[str, int], edges: list[list[tuple[int, str]]],
-                 relationships: pl.DataFrame, chunk_docs: dict[str, str]) -> None:
+                 relationships: pl.DataFrame, chunk_docs: Mapping[str, str]) -> None:
         self.nodes, self.vectors, self.lexicon = nodes, vectors, lexicon
         self.vocabulary, self.edges = vocabulary, edges
         self.chunk_docs = chunk_docs
