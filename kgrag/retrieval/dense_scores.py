@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kgrag.contents.dense import MatrixRows
 from kgrag.retrieval.budget import LazyRanking, best, filled_best
 from kgrag.store.vectors import VectorTable
 
@@ -90,7 +91,7 @@ class Nearest:
     ascending, each similarity from the chunk's row), and how to search further."""
 
     index: VectorTable
-    matrix: np.ndarray
+    matrix: MatrixRows
     position: Mapping[str, int]
     vector: np.ndarray
     positions: np.ndarray
@@ -98,12 +99,12 @@ class Nearest:
     complete: bool  # every chunk the index can return was returned
 
     @classmethod
-    def search(cls, index: VectorTable, matrix: np.ndarray, position: Mapping[str, int],
+    def search(cls, index: VectorTable, matrix: MatrixRows, position: Mapping[str, int],
                vector: np.ndarray, k: int) -> Nearest:
         """The ``k`` chunks nearest ``vector`` by the index, with exact similarities."""
         found = index.search(vector, k)
         positions = np.sort(np.array([position[chunk] for chunk, _ in found], dtype=np.int64))
-        return cls(index, matrix, position, vector, positions, matrix[positions] @ vector,
+        return cls(index, matrix, position, vector, positions, matrix.dot(positions, vector),
                    len(found) < k or k >= len(matrix))
 
     @property
@@ -112,14 +113,14 @@ class Nearest:
 
     def of(self, positions: np.ndarray) -> np.ndarray:
         """The similarity of any chunks, from their rows (the chunks the walk reached)."""
-        return self.matrix[positions] @ self.vector
+        return self.matrix.dot(positions, self.vector)
 
     def seeds(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``n`` nearest chunks searched and their dense seed weights, normalised by
         the least similarity of all: that of the chunk the index finds nearest the
         opposite of the question (one more search, made only where dense seeds are)."""
         farthest = [self.position[chunk] for chunk, _ in self.index.search(-self.vector, 1)]
-        lowest = min(self.similarity.min(), *(self.matrix[farthest] @ self.vector))
+        lowest = min(self.similarity.min(), *self.matrix.dot(np.array(farthest), self.vector))
         top, weights = seed_weights(self.similarity, n, lowest)
         return self.positions[top], weights
 

@@ -113,36 +113,24 @@ class EntityGraph:
     longest: int  # words in the longest key: how far a match can reach
 
     @classmethod
-    def build(cls, entities: pl.DataFrame, relationships: Iterable[pl.DataFrame],
+    def build(cls, entities: Iterable[pl.DataFrame], relationships: Iterable[pl.DataFrame],
               chunk_ids: list[str], titles: dict[str, str] | None,
               specific_steps: bool = True, phrases: str = "all",
               relations: bool = True) -> EntityGraph:
-        """The graph of one build's tables, its relationships (``source``, ``target``,
-        ``strength``) in parts read one at a time (``relationship_parts``: the whole table
-        held 131 MB at 110,056 chunks while the graph was built); ``titles`` (chunk id →
-        title) adds title entities; ``specific_steps`` weights each entity–chunk edge by
-        the entity's specificity; ``phrases`` ("all" or "named") and ``relations`` choose
-        the shape (module docstring). Chunk ids the build names but ``chunk_ids`` lacks
-        are ignored."""
-        if phrases == "named":
-            entities = entities.filter(pl.Series(named_phrases(entities)))
+        """The graph of one build's tables, read a part at a time: its entities (``name``,
+        ``source_chunk_ids``; ``entity_parts``: held whole with their chunk ids, 306 MB at
+        110,056 chunks, the load's largest part) and its relationships (``source``,
+        ``target``, ``strength``; ``relationship_parts``: 131 MB whole); ``titles`` (chunk
+        id → title) adds title entities; ``specific_steps`` weights each entity–chunk edge
+        by the entity's specificity; ``phrases`` ("all" or "named") and ``relations``
+        choose the shape (module docstring). Chunk ids the build names but ``chunk_ids``
+        lacks are ignored."""
         import scipy.sparse as sp  # imported where a graph is built, not by every command
 
         chunks = {c: j for j, c in enumerate(chunk_ids)}
         index: dict[str, int] = {}
         aliases: dict[str, list[str]] = {}
-        row_node = np.empty(entities.height, dtype=np.int64)
-        for row, name in enumerate(entities["name"].to_list()):
-            normal = normalise_name(name)
-            row_node[row] = index.setdefault(normal, len(index))
-            aliases.setdefault(normal, [name])
-        mentioned = entities.select("source_chunk_ids").with_row_index("row").explode(
-            "source_chunk_ids")
-        position = mentioned["source_chunk_ids"].replace_strict(chunks, default=None,
-                                                                return_dtype=pl.Int64)
-        known = position.is_not_null()
-        nodes = [row_node[mentioned["row"].filter(known).to_numpy()]]
-        positions = [position.filter(known).to_numpy()]
+        nodes, positions = _entity_links(entities, phrases, chunk_ids, index, aliases)
         for chunk, title in (titles or {}).items():
             if chunk in chunks and title:
                 name = normalise_name(title)
@@ -203,6 +191,31 @@ class EntityGraph:
         rows, cols, weights = (list(column) for column in zip(*pairs))
         extra = sp.coo_matrix((weights, (rows, cols)), shape=self.adjacency.shape).tocsr()
         return replace(self, adjacency=(self.adjacency + extra + extra.T).tocsr())
+
+
+def _entity_links(parts: Iterable[pl.DataFrame], phrases: str, chunk_ids: list[str],
+                  index: dict[str, int], aliases: dict[str, list[str]]
+                  ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The (entity node, chunk position) of each entity–chunk link, a part of the entity
+    table at a time, as arrays; each part's names are added to ``index`` (normalised name
+    → node) and ``aliases`` (normalised name → its names). Chunk ids ``chunk_ids`` lacks
+    are left out."""
+    rows = pl.DataFrame({"source_chunk_ids": chunk_ids, "position": range(len(chunk_ids))},
+                        schema={"source_chunk_ids": pl.String, "position": pl.Int64})
+    nodes, positions = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for part in parts:
+        if phrases == "named":
+            part = part.filter(pl.Series(named_phrases(part), dtype=pl.Boolean))
+        row_node = np.empty(part.height, dtype=np.int64)
+        for row, name in enumerate(part["name"].to_list()):
+            normal = normalise_name(name)
+            row_node[row] = index.setdefault(normal, len(index))
+            aliases.setdefault(normal, [name])
+        mentioned = (part.select("source_chunk_ids").with_row_index("row")
+                     .explode("source_chunk_ids").join(rows, on="source_chunk_ids"))
+        nodes.append(row_node[mentioned["row"].to_numpy()])
+        positions.append(mentioned["position"].to_numpy())
+    return nodes, positions
 
 
 def _relation_ends(parts: Iterable[pl.DataFrame], index: dict[str, int]

@@ -46,7 +46,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +55,7 @@ import numpy as np
 import polars as pl
 
 from kgrag.contents.chunks import read_chunks
-from kgrag.contents.dense import dense_matrix, open_dense
+from kgrag.contents.dense import MatrixRows, dense_matrix, dense_rows, open_dense
 from kgrag.contents.entities import entity_parts, read_relationships, relationship_parts
 from kgrag.errors import KgragError
 from kgrag.graphs.ppr import Walk
@@ -83,7 +83,7 @@ _LOADED: dict[str, PprSearch] = {}
 GRAPH_KEYS = ("phrases", "relations", "specific_steps", "titles")
 _GRAPHS: dict[str, EntityGraph] = {}
 # the chunk vectors of the dense artefact searched last (``_chunk_vectors``)
-_VECTORS: dict[str, tuple[list[str], np.ndarray]] = {}
+_VECTORS: dict[str, tuple[list[str], np.ndarray | MatrixRows]] = {}
 PHRASE_ROWS = 50_000  # entities read at a time where the named phrases are chosen
 
 
@@ -105,8 +105,9 @@ class PprSearch:
     walk improvement reaches each of them.
     """
 
-    def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray, *, damping: float,
-                 max_iterations: int, dense_seeds: float, dense_seed_chunks: int = 10,
+    def __init__(self, graph: EntityGraph, chunk_matrix: np.ndarray | MatrixRows, *,
+                 damping: float, max_iterations: int, dense_seeds: float,
+                 dense_seed_chunks: int = 10,
                  push_epsilon: float | None = None, seeds_near: int | None = None,
                  mentions: Callable[[str], list[str]] | None = None,
                  nearest: NearestNames | None = None, links: Sequence[FactLinks] = (),
@@ -142,8 +143,8 @@ class PprSearch:
     def _build(cls, config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
                resources: Resources) -> PprSearch:
         chunk_table = open_dense(dense)
-        ids, matrix = _chunk_vectors(dense)
         index = chunk_table if chunk_table.ann is not None else None
+        ids, matrix = _chunk_vectors(dense, by_rows=index is not None)
         entity_graph = _entity_graph(config, graph, dense, chunks, ids)
         mentions = nearest = facts = names = None
         if config.get("question_mentions"):
@@ -209,10 +210,12 @@ class PprSearch:
         """The question's dense similarities: every chunk's by one product with the chunk
         matrix, or the nearest chunks' through the dense artefact's ANN index when it has
         one (``kgrag.retrieval.dense_scores``)."""
-        vector = vector.astype(np.float32)
+        vector, matrix = vector.astype(np.float32), self.chunk_matrix
         if self.index is None:
-            return Flat(self.chunk_matrix @ vector)
-        return Nearest.search(self.index, self.chunk_matrix, self.position, vector,
+            assert not isinstance(matrix, MatrixRows), "a flat scan maps the matrix"
+            return Flat(matrix @ vector)
+        assert isinstance(matrix, MatrixRows), "a search over an index reads rows"
+        return Nearest.search(self.index, matrix, self.position, vector,
                               max(FIRST_SEARCH, self.dense_seed_chunks, self.seeds_near or 0))
 
     def run(self, question: str, vector: np.ndarray
@@ -387,14 +390,16 @@ class PprSearch:
         return {chunk: j for j, chunk in enumerate(self.graph.chunk_ids)}
 
 
-def _chunk_vectors(dense: Path) -> tuple[list[str], np.ndarray]:
-    """The chunk ids and normalised vectors of the dense artefact ``dense``, mapped
-    (``dense_matrix``); the last opened is kept, so the searches of a run that walk one
-    graph differently share one map."""
-    if str(dense) not in _VECTORS:
+def _chunk_vectors(dense: Path, by_rows: bool) -> tuple[list[str], np.ndarray | MatrixRows]:
+    """The chunk ids and normalised vectors of the dense artefact ``dense``: mapped
+    (``dense_matrix``) for a flat scan, read by rows (``dense_rows``) for a search over an
+    ANN index; the last opened is kept, so the searches of a run that walk one graph
+    differently share it."""
+    key = f"{dense}:{by_rows}"
+    if key not in _VECTORS:
         _VECTORS.clear()
-        _VECTORS[str(dense)] = dense_matrix(dense)
-    return _VECTORS[str(dense)]
+        _VECTORS[key] = dense_rows(dense) if by_rows else dense_matrix(dense)
+    return _VECTORS[key]
 
 
 def _entity_graph(config: dict[str, Any], graph: Path, dense: Path, chunks: Path,
@@ -420,24 +425,23 @@ def _entity_graph(config: dict[str, Any], graph: Path, dense: Path, chunks: Path
     return _GRAPHS[key]
 
 
-def _phrases(config: dict[str, Any], graph: Path) -> pl.DataFrame:
-    """The names and chunks of the entities in ``graph`` that ``config``'s graph keeps:
-    every one, or with ``phrases: named`` the named phrases (``named_phrases``), judged
-    ``PHRASE_ROWS`` entities at a time. Their types and descriptions serve that choice
-    alone, and the whole table with them took 490 MB at 715,914 nlp entities."""
+def _phrases(config: dict[str, Any], graph: Path) -> Iterator[pl.DataFrame]:
+    """The names and chunks of the entities in ``graph`` that ``config``'s graph keeps,
+    ``PHRASE_ROWS`` entities at a time: every one, or with ``phrases: named`` the named
+    phrases (``named_phrases``). Their types and descriptions serve that choice alone,
+    and the whole table with them took 490 MB at 715,914 nlp entities."""
     named = config.get("phrases", "all") == "named"
     columns = ["name", "source_chunk_ids"]
-    read, kept = 0, []
+    read = 0
     for part in entity_parts(graph, columns + (["type", "description"] if named else []),
                              PHRASE_ROWS):
         read += part.height
         if named:
             part = part.filter(pl.Series(named_phrases(part), dtype=pl.Boolean))
-        kept.append(part.select(columns))
+        yield part.select(columns)
     if not read:
         raise KgragError(f"strategy {config['name']!r}: the graph in {graph} has no "
                          "entities; ppr needs an entity table to walk")
-    return pl.concat(kept)
 
 
 def _identity(embedder: Any) -> str | None:

@@ -14,6 +14,7 @@ from kgrag.contents.chunks import CHUNKS_FILE
 from kgrag.contents.dense import (
     DENSE_TABLE,
     dense_matrix,
+    dense_rows,
     digests,
     grow_dense,
     open_dense,
@@ -85,6 +86,16 @@ def test_the_table_is_written_a_part_at_a_time_with_each_texts_digest(
     mapped_ids, mapped = dense_matrix(tmp_path / "parts")
     assert mapped_ids == ids and isinstance(mapped, np.memmap) and not mapped.flags.writeable
     assert np.array_equal(mapped, table.matrix()[1])
+    # read by rows, as a search over the index reads it: a few rows one by one, most of
+    # them (past a sixteenth) block by block, the products those of the mapped rows
+    read_ids, rows = dense_rows(tmp_path / "parts")
+    assert read_ids == ids and len(rows) == 200
+    monkeypatch.setattr("kgrag.contents.dense.BLOCK_ROWS", 64)
+    vector = mapped[7] + mapped[150]
+    for positions in ([3, 199, 0, 3], list(range(200))[::-1], list(range(0, 200, 2))):
+        at = np.array(positions)
+        assert np.array_equal(rows[at], mapped[at])
+        assert np.array_equal(rows.dot(at, vector), mapped[at] @ vector)
 
 
 def test_a_changed_corpus_embeds_only_its_new_texts_into_the_earlier_index(

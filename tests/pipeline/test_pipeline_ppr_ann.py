@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kgrag.contents.dense import MatrixRows
 from kgrag.retrieval.dense_scores import FIRST_SEARCH, Flat, Nearest
 from kgrag.retrieval.ppr import PprStrategy
 from kgrag.retrieval.walked import WalkMemo
@@ -63,9 +64,9 @@ def ppr_strategies(spec: Path) -> tuple[dict[int, PprStrategy], list[str], np.nd
     return found, questions, embedder.encode(questions)
 
 
-def counting(matrix: np.ndarray) -> tuple[np.ndarray, list[int]]:
-    """``matrix`` as a view that records the rows of every product taken with it (or
-    with rows gathered from it)."""
+def counting(matrix: np.ndarray | MatrixRows) -> tuple[np.ndarray | MatrixRows, list[int]]:
+    """``matrix`` as one that records the rows of every product taken with it: mapped
+    (a flat scan's), or read by rows (a search over the index)."""
     rows: list[int] = []
 
     class Products(np.ndarray):
@@ -73,6 +74,13 @@ def counting(matrix: np.ndarray) -> tuple[np.ndarray, list[int]]:
             rows.append(len(self))
             return np.asarray(self) @ other
 
+    class CountedRows(MatrixRows):
+        def dot(self, positions: np.ndarray, vector: np.ndarray) -> np.ndarray:
+            rows.append(len(positions))
+            return super().dot(positions, vector)
+
+    if isinstance(matrix, MatrixRows):
+        return CountedRows(Path(matrix.file.name)), rows
     return matrix.view(Products), rows
 
 
@@ -83,6 +91,9 @@ def test_with_an_index_ppr_finds_the_flat_runs_chunks_and_scans_no_question_whol
     chunks = len(flat[600].search.graph.chunk_ids)
     assert chunks > 100  # the index is searched for FIRST_SEARCH of them, not all
     assert flat[600].search.index is None
+    # a flat scan maps the matrix; a search over the index reads the rows it needs
+    assert isinstance(flat[600].search.chunk_matrix, np.ndarray)
+    assert isinstance(ann[600].search.chunk_matrix, MatrixRows)
     assert ann[600].search.index is not None and ann[600].search.index.ann["index"] == (
         "ivf_hnsw_sq")
     recorded = {}

@@ -215,7 +215,7 @@ def ppr_seeded(tokenizer: Tokenizer) -> HugragStrategy:
     entities = pl.DataFrame({"name": ["ALPHA", "BETA", "GAMMA"],
                              "source_chunk_ids": [["c1"], ["c2"], ["c3"]]})
     relationships = pl.DataFrame({"source": ["ALPHA"], "target": ["BETA"], "strength": [5.0]})
-    walked = EntityGraph.build(entities, [relationships], ["c1", "c2", "c3"], None)
+    walked = EntityGraph.build([entities], [relationships], ["c1", "c2", "c3"], None)
     chunks = np.array([v for kind, *_, v in NODES if kind == "chunk"], dtype=np.float32)
     search = PprSearch(walked, chunks, damping=0.5, max_iterations=50, dense_seeds=0.0)
     config = {**CONFIG, "entity_seeds": "ppr", "causal_filter": False}

@@ -52,7 +52,7 @@ def tables(relationships: list[tuple[str, str, float]] = ()) -> tuple[pl.DataFra
 
 def graph(titles: bool = True, relationships=()) -> EntityGraph:
     entities, rels = tables(relationships)
-    return EntityGraph.build(entities, [rels], CHUNK_IDS, TITLES if titles else None)
+    return EntityGraph.build([entities], [rels], CHUNK_IDS, TITLES if titles else None)
 
 
 def search(dense_seeds: float = 0.0, relationships=(), damping=0.5, dense_seed_chunks: int = 10,
@@ -236,8 +236,8 @@ def test_a_graph_without_entities_or_a_bad_damping_is_refused(tmp_path: Path):
 
 def test_specific_steps_weight_mention_edges_by_the_entity_specificity():
     entities, rels = tables()
-    specific = EntityGraph.build(entities, [rels], CHUNK_IDS, None, specific_steps=True)
-    plain = EntityGraph.build(entities, [rels], CHUNK_IDS, None, specific_steps=False)
+    specific = EntityGraph.build([entities], [rels], CHUNK_IDS, None, specific_steps=True)
+    plain = EntityGraph.build([entities], [rels], CHUNK_IDS, None, specific_steps=False)
     film, lee = specific.names.index("FILM"), specific.names.index("JOHNNY LEE")
     c1 = len(specific.names) + CHUNK_IDS.index("c1")
     assert specific.adjacency[c1, film] == pytest.approx(0.2)  # FILM: five chunks
@@ -329,7 +329,7 @@ def test_chunk_masses_are_read_where_asked_and_match_the_walk():
     sims = np.array([*DENSE, 0.5])
     matrix = np.stack([sims, np.sqrt(1 - sims**2)], axis=1).astype(np.float32)
     entities, rels = tables()
-    walk = PprSearch(EntityGraph.build(entities, [rels], chunk_ids, TITLES), matrix, damping=0.5,
+    walk = PprSearch(EntityGraph.build([entities], [rels], chunk_ids, TITLES), matrix, damping=0.5,
                      max_iterations=50, dense_seeds=0.0)
     ranked, scores, _ = walk.scored(QUESTION, QUESTION_VECTOR)
     mass, _, _ = walk.run(QUESTION, QUESTION_VECTOR)

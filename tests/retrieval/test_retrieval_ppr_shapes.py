@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from kgrag.contents.entities import relationship_parts, write_entity_tables
+from kgrag.contents.entities import entity_parts, relationship_parts, write_entity_tables
 from kgrag.errors import KgragError
 from kgrag.eval.halves import halves
 from kgrag.retrieval import ppr_search
@@ -56,12 +56,12 @@ def test_a_named_graph_keeps_fewer_phrase_nodes_and_its_titles():
     entities = entities.with_columns(
         type=pl.Series([kinds[n] for n in entities["name"]]),
         description=pl.Series(["a film by Johnny Lee about Canberra and Sydney"] * 6))
-    named = EntityGraph.build(entities, [relationships], CHUNK_IDS, TITLES, phrases="named")
-    every = EntityGraph.build(entities, [relationships], CHUNK_IDS, TITLES)
+    named = EntityGraph.build([entities], [relationships], CHUNK_IDS, TITLES, phrases="named")
+    every = EntityGraph.build([entities], [relationships], CHUNK_IDS, TITLES)
     assert "FILM" in named.names  # a title ("Film") is a phrase whatever the rule says
     assert "THE" in every.names and "THE" not in named.names
     assert len(named.names) < len(every.names)
-    untitled = EntityGraph.build(entities, [relationships], CHUNK_IDS, None, phrases="named")
+    untitled = EntityGraph.build([entities], [relationships], CHUNK_IDS, None, phrases="named")
     assert "FILM" not in untitled.names
 
 
@@ -73,17 +73,18 @@ def test_the_named_phrases_chosen_part_by_part_are_those_of_the_whole_table(
                                      description=pl.Series(["a film by Johnny Lee"] * 6))
     write_entity_tables(tmp_path, entities, relationships)
     monkeypatch.setattr(ppr_search, "PHRASE_ROWS", 2)
-    named = ppr_search._phrases({"name": "ppr", "phrases": "named"}, tmp_path)
+    parts = list(ppr_search._phrases({"name": "ppr", "phrases": "named"}, tmp_path))
+    assert len(parts) == 3  # six entities, two at a time
     whole = entities.filter(pl.Series(named_phrases(entities)))
-    assert named.equals(whole.select("name", "source_chunk_ids"))
+    assert pl.concat(parts).equals(whole.select("name", "source_chunk_ids"))
     every = ppr_search._phrases({"name": "ppr", "phrases": "all"}, tmp_path)
-    assert every.equals(entities.select("name", "source_chunk_ids"))
+    assert pl.concat(list(every)).equals(entities.select("name", "source_chunk_ids"))
 
 
 def test_relations_false_drops_the_entity_edges():
     entities, relationships = tables([("JOHNNY LEE", "CANBERRA", 8.0)])
-    joined = EntityGraph.build(entities, [relationships], CHUNK_IDS, None)
-    alone = EntityGraph.build(entities, [relationships], CHUNK_IDS, None, relations=False)
+    joined = EntityGraph.build([entities], [relationships], CHUNK_IDS, None)
+    alone = EntityGraph.build([entities], [relationships], CHUNK_IDS, None, relations=False)
     lee, canberra = joined.names.index("JOHNNY LEE"), joined.names.index("CANBERRA")
     assert joined.adjacency[lee, canberra] == pytest.approx(0.8)
     assert alone.adjacency[lee, canberra] == 0
@@ -107,7 +108,7 @@ def test_fact_links_seed_the_ends_of_the_nearest_facts():
                                       ("FORBIDDEN GROUND", "JOHNNY LEE", 8.0)])
     relationships = relationships.with_columns(
         description=pl.Series(["born in: Lee was born in Canberra.", "directed by: x"]))
-    graph = EntityGraph.build(entities, [relationships], CHUNK_IDS, None)
+    graph = EntityGraph.build([entities], [relationships], CHUNK_IDS, None)
     node = {name: i for i, name in enumerate(graph.names)}
     facts = FactLinks.build(relationships, node.get, axis_embed, top_k=1)
     linked = facts.link(np.array([1.0, 0.0]))  # a question along x: the Canberra fact
@@ -163,15 +164,35 @@ def test_a_graph_of_relationships_read_part_by_part_is_that_of_the_whole_table(t
                                       ("JOHNNY LEE", "CANBERRA", 3.0)])
     write_entity_tables(tmp_path, entities, relationships)
     parts = relationship_parts(tmp_path, ["source", "target", "strength"], 2)
-    read = EntityGraph.build(entities, parts, CHUNK_IDS, TITLES)
-    whole = EntityGraph.build(entities, [relationships], CHUNK_IDS, TITLES)
+    read = EntityGraph.build([entities], parts, CHUNK_IDS, TITLES)
+    whole = EntityGraph.build([entities], [relationships], CHUNK_IDS, TITLES)
     assert read.names == whole.names and read.adjacency.nnz == whole.adjacency.nnz
     assert (read.adjacency != whole.adjacency).nnz == 0
     lee, canberra = read.names.index("JOHNNY LEE"), read.names.index("CANBERRA")
     assert read.adjacency[lee, canberra] == pytest.approx(0.9)  # (4 + 2 + 3) / 10
-    unrelated = EntityGraph.build(entities, relationship_parts(
+    unrelated = EntityGraph.build([entities], relationship_parts(
         tmp_path, ["source", "target", "strength"], 2), CHUNK_IDS, TITLES, relations=False)
     assert unrelated.adjacency[lee, canberra] == 0
+
+
+def test_a_graph_of_entities_read_part_by_part_is_that_of_the_whole_table(tmp_path):
+    """The walk's graph reads the entity table a part at a time: a name met again in a
+    later part (another spelling of it) is the same node, its links summed into its
+    mentions, and a chunk the dense table lacks is left out in every part."""
+    entities, relationships = tables([("JOHNNY LEE", "CANBERRA", 4.0)])
+    entities = pl.concat([entities, pl.DataFrame({"name": ["Johnny Lee", "NOWHERE"],
+                                                  "source_chunk_ids": [["c4"], ["c9"]]})])
+    write_entity_tables(tmp_path, entities, relationships)
+    parts = list(entity_parts(tmp_path, ["name", "source_chunk_ids"], 3))
+    assert len(parts) == 3
+    read = EntityGraph.build(parts, [relationships], CHUNK_IDS, TITLES)
+    whole = EntityGraph.build([entities], [relationships], CHUNK_IDS, TITLES)
+    assert read.names == whole.names and read.keys == whole.keys
+    assert (read.adjacency != whole.adjacency).nnz == 0
+    assert list(read.mentions) == list(whole.mentions)
+    lee = read.names.index("JOHNNY LEE")
+    assert read.mentions[lee] == 3  # c1, c2 and, from the later part, c4
+    assert read.mentions[read.names.index("NOWHERE")] == 0
 
 
 def test_fact_links_on_a_graph_without_relationships_is_refused(tmp_path):
@@ -184,7 +205,7 @@ def test_fact_links_on_a_graph_without_relationships_is_refused(tmp_path):
 
 def test_name_links_seed_the_names_nearest_the_question_weighted_by_similarity():
     entities, relationships = tables()
-    graph = EntityGraph.build(entities, [relationships], CHUNK_IDS, None)
+    graph = EntityGraph.build([entities], [relationships], CHUNK_IDS, None)
     vectors = axis_embed(graph.names)  # CANBERRA along x, every other name along y
     names = FactLinks.names(vectors, top_k=1)
     canberra = graph.names.index("CANBERRA")
