@@ -6,12 +6,14 @@ import os
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import polars as pl
 
-from kgrag.errors import KgragError
+from kgrag.errors import KgragError, writing
 from kgrag.retrieval.budget import fill_budget
 
 V = TypeVar("V")
@@ -42,6 +44,12 @@ class ByRow(Mapping[str, V]):
         return len(self.rows)
 
 
+def _writing() -> AbstractContextManager[None]:
+    """A full or read-only temp folder as one error that names it (``writing``)."""
+    return writing(Path(tempfile.gettempdir()), "the retrieval units' texts",
+                   "free some space there, or set TMPDIR to a folder on another disk")
+
+
 class FileTexts:
     """Texts by row, kept out of memory: encoded one after another in a file with no
     name in the temp folder (``TMPDIR``), each read with one ``pread`` when asked for. So
@@ -50,7 +58,8 @@ class FileTexts:
 
     def __init__(self) -> None:
         self.ends = array("q")
-        self.file = tempfile.TemporaryFile()  # noqa: SIM115 (open while the texts are read)
+        with _writing():
+            self.file = tempfile.TemporaryFile()  # noqa: SIM115 (open while texts are read)
 
     def write(self, texts: list[str]) -> None:
         encoded = [text.encode() for text in texts]
@@ -58,8 +67,9 @@ class FileTexts:
         for text in encoded:
             at += len(text)
             self.ends.append(at)
-        self.file.write(b"".join(encoded))
-        self.file.flush()  # what pread reads is the file's, not the writer's buffer
+        with _writing():
+            self.file.write(b"".join(encoded))
+            self.file.flush()  # what pread reads is the file's, not the writer's buffer
 
     def __call__(self, row: int) -> str:
         start = self.ends[row - 1] if row else 0

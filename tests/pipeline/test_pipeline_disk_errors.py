@@ -113,3 +113,20 @@ def test_a_real_full_disk_under_the_steps_is_one_error(finished: tuple[Path, Pat
         f"kgrag: error: the corpus {spec.parent.parent / 'corpus.jsonl'} is too large for "
         f"the disk of {run_dir}: its artefacts need about ")
     assert "Traceback" not in done.stderr and steps_in(run_dir) == kept == ["chunks", "corpus"]
+
+
+@needs_mounts
+def test_a_full_temp_folder_under_a_query_is_one_error(finished: tuple[Path, Path],
+                                                       tmp_path: Path) -> None:
+    """A strategy keeps its units' texts in a file of the temp folder (``TMPDIR``): one
+    with no room for them is named, with what to do, and the query ends with code 2. (A
+    temp folder full to its last byte is passed over by Python, for the next candidate
+    of ``tempfile.gettempdir``; this one takes Python's probe, two pages, and no more.)"""
+    spec, _ = finished
+    temp = tmp_path / "temp"
+    done = kgrag_on([Disk(temp, 8)], "query", str(spec), "Who directed it?",
+                    env={"TMPDIR": str(temp)})
+    assert done.returncode == 2, done.stderr
+    assert one_error(done.stderr) == (
+        f"kgrag: error: cannot write the retrieval units' texts in {temp}: no space left on "
+        "its disk; free some space there, or set TMPDIR to a folder on another disk")
