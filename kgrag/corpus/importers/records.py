@@ -98,7 +98,9 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                                  "reads; fix this line") from None
             if not isinstance(record, dict):
                 raise KgragError(f"{path}:{lineno}: expected a JSON object per line")
-            if _MAY_HOLD_SURROGATE.search(raw):
+            # the pattern only where its first bytes occur: searched on every line, it
+            # took a quarter of the import of a million lines
+            if (b"\\u" in raw or b"\xed" in raw) and _MAY_HOLD_SURROGATE.search(raw):
                 _refuse_surrogates(record, f"{path}:{lineno}")
             yield lineno, record
 
