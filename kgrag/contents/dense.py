@@ -152,8 +152,8 @@ class MatrixRows:
     """The rows of a 2-D NumPy file read when asked for: what a search over an ANN index
     reads of the chunk matrix, a few hundred rows a question, each with one ``pread``.
     Mapped, every row read would stay resident with the pages the kernel maps around it:
-    at 110,056 chunks, 74 questions of two ``ppr`` strategies left 170 MB of mapped
-    pages. A walk that reaches most chunks (the power walk reaches every one) reads the
+    at 110,056 chunks, 74 questions of two ``ppr`` strategies left most of the 169 MB
+    matrix resident. A walk that reaches most chunks (the power walk reaches every one) reads the
     file whole instead, ``BLOCK_ROWS`` at a time, and holds one block."""
 
     def __init__(self, path: Path) -> None:
@@ -174,13 +174,19 @@ class MatrixRows:
     def __getitem__(self, positions: np.ndarray | list[int]) -> np.ndarray:
         fd, size = self.file.fileno(), self.row_bytes
         read = b"".join(os.pread(fd, size, self.start + int(at) * size) for at in positions)
-        return np.frombuffer(read, dtype=self.dtype).reshape(len(positions), self.width)
+        return self._matrix(read, len(positions))
 
     def block(self, first: int, end: int) -> np.ndarray:
         """Rows ``first`` to ``end`` (excluded), with one read."""
         read = os.pread(self.file.fileno(), (end - first) * self.row_bytes,
                         self.start + first * self.row_bytes)
-        return np.frombuffer(read, dtype=self.dtype).reshape(end - first, self.width)
+        return self._matrix(read, end - first)
+
+    def _matrix(self, read: bytes, rows: int) -> np.ndarray:
+        if len(read) != rows * self.row_bytes:  # the file cut short since it was opened
+            raise KgragError(f"{self.file.name} holds fewer rows than its header says; "
+                             "kgrag run finds the damage and builds the artefact again")
+        return np.frombuffer(read, dtype=self.dtype).reshape(rows, self.width)
 
     def dot(self, positions: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """``matrix[positions] @ vector``: the rows read one by one, or, for more than a

@@ -21,6 +21,7 @@ from kgrag.contents.dense import (
     write_dense,
     write_matrix,
 )
+from kgrag.errors import KgragError
 from kgrag.models import bundled_embedder
 from kgrag.models.cache import CallCache
 from kgrag.progress import Progress
@@ -96,6 +97,12 @@ def test_the_table_is_written_a_part_at_a_time_with_each_texts_digest(
         at = np.array(positions)
         assert np.array_equal(rows[at], mapped[at])
         assert np.array_equal(rows.dot(at, vector), mapped[at] @ vector)
+    # a file cut short under an open reader: one error, not a reshape's
+    matrix_file = Path(rows.file.name)
+    with matrix_file.open("r+b") as handle:
+        handle.truncate(matrix_file.stat().st_size - 100)
+    with pytest.raises(KgragError, match="fewer rows than its header says"):
+        rows.dot(np.arange(200), vector)
 
 
 def test_a_changed_corpus_embeds_only_its_new_texts_into_the_earlier_index(
