@@ -58,6 +58,7 @@ import scipy.sparse as sp
 from benchmarks.ann import INDEXES, settings, tiled
 from kgrag import api
 from kgrag.contents.corpus import read_questions
+from kgrag.contents.dense import MATRIX_FILE, MatrixRows
 from kgrag.graphs.ppr import Walk
 from kgrag.retrieval.bm25 import Bm25Index, Bm25Strategy
 from kgrag.retrieval.budget import best
@@ -161,7 +162,11 @@ def indexed(search: PprSearch, index: str, folder: Path) -> tuple[PprSearch, flo
                                {**settings(index), "min_rows": 0})
     build = time.perf_counter() - started
     copy = shallow(search)
+    # over an index the search reads the rows it needs from the matrix file, as a dense
+    # artefact's (``kgrag.contents.dense.MatrixRows``)
+    np.save(folder / MATRIX_FILE, np.asarray(search.chunk_matrix, dtype=np.float32))
     copy.index, copy.walked = table, WalkMemo()
+    copy.chunk_matrix = MatrixRows(folder / MATRIX_FILE)
     return copy, build
 
 
@@ -281,6 +286,10 @@ def main() -> None:
     inputs = {role: built(session, name) for role, name in step.inputs.items()}
     strategy = load_strategy(step.config, inputs, session.models)
     search = strategy.search
+    if isinstance(search.chunk_matrix, MatrixRows):
+        raise SystemExit("the spec's dense artefact has an ANN index: this benchmark tiles a "
+                         "flat build's matrix (below dense_index.ann.min_rows); --ann indexes "
+                         "the tiled copies itself")
     bm25 = Bm25Index(strategy.units)
     texts = read_questions(built(session, "corpus"))["question"].to_list()[: args.questions]
     vectors = session.models.embedder_of(step.config["embedder"]).encode(texts)
