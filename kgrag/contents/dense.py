@@ -153,8 +153,8 @@ class MatrixRows:
     reads of the chunk matrix, a few hundred rows a question, each with one ``pread``.
     Mapped, every row read would stay resident with the pages the kernel maps around it:
     at 110,056 chunks, 74 questions of two ``ppr`` strategies left most of the 169 MB
-    matrix resident. A walk that reaches most chunks (the power walk reaches every one) reads the
-    file whole instead, ``BLOCK_ROWS`` at a time, and holds one block."""
+    matrix resident. A walk that reaches most chunks (the power walk reaches every one)
+    reads the file whole instead, ``BLOCK_ROWS`` at a time, and holds one block."""
 
     def __init__(self, path: Path) -> None:
         self.file = path.open("rb")

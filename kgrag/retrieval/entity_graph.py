@@ -127,10 +127,12 @@ class EntityGraph:
         lacks are ignored."""
         import scipy.sparse as sp  # imported where a graph is built, not by every command
 
-        chunks = {c: j for j, c in enumerate(chunk_ids)}
         index: dict[str, int] = {}
         aliases: dict[str, list[str]] = {}
         nodes, positions = _entity_links(entities, phrases, chunk_ids, index, aliases)
+        # a chunk's position by its id, for its title's entity: built only where there
+        # are titles (a million chunks make it about 100 MB)
+        chunks = {c: j for j, c in enumerate(chunk_ids)} if titles else {}
         for chunk, title in (titles or {}).items():
             if chunk in chunks and title:
                 name = normalise_name(title)
