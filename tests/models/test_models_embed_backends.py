@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import sys
 import threading
@@ -25,7 +26,12 @@ from kgrag.models.embed.embedder import (
     runner,
 )
 from kgrag.models.embed.export import LOCK, MANIFEST
-from kgrag.models.embed.runtime import PAD_TO, RUN_TEXTS
+from kgrag.models.embed.runtime import (
+    PAD_TO,
+    RUN_TEXTS,
+    ExportedBackend,
+    calibration_texts,
+)
 from kgrag.models.registry import resolve_embedder
 from tests.conftest import SHARED_DATA, write_spec
 
@@ -156,6 +162,42 @@ def test_a_second_run_exports_nothing(settings, shared):
     again = CachedEmbedder(with_backend(settings, "onnx-int8"), shared)
     again.backend.load()
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*")} == made
+
+
+class CopyingExecutor:
+    """Runs each batch on a copy of the work, pickled as Ray sends it to a worker, and
+    notes whether the export was whole when the copy got it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.found_whole = root, []
+
+    def map_work(self, work, task, items, progress=None):
+        def on_a_worker(inputs):
+            self.found_whole.append(any((folder / MANIFEST).exists()
+                                        for folder in self.root.glob("onnx-*")))
+            return pickle.loads(pickle.dumps(work))(inputs)
+
+        return [task(on_a_worker, item) for item in items]
+
+
+def test_the_embedding_process_exports_before_a_worker_gets_a_batch(settings, tmp_path, cache):
+    """A copy of an exported backend sent to a worker finds the model already exported by
+    the process that embeds, so no worker exports on its one CPU while the others wait on
+    its lock; only batches that miss the cache are sent, and a fully cached run exports
+    nothing."""
+    onnx = with_backend(settings, "onnx")
+    root = tmp_path / "exports"
+    backend = ExportedBackend(onnx.path, onnx.sha256, BACKENDS["onnx"], root,
+                              calibration_texts)
+    executor = CopyingExecutor(root)
+    texts = paragraphs(3)
+    vectors = CachedEmbedder(onnx, cache, backend).encode(texts, executor)
+    assert executor.found_whole == [True] and vectors.shape == (3, 384)
+    assert backend._run is None  # this process exported the model but did not load it
+    shutil.rmtree(root)
+    again = CachedEmbedder(onnx, cache, backend)
+    np.testing.assert_array_equal(again.encode(texts, executor), vectors)
+    assert executor.found_whole == [True] and not root.exists()
 
 
 def test_each_backend_caches_its_own_vectors_and_torch_keeps_its_keys(settings, cache):

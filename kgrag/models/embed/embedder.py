@@ -4,6 +4,7 @@ optimised runtime (``kgrag.models.embed.backends``), cached per text on disk."""
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from kgrag.host import usable_cores
 from kgrag.models.backend import EmbedBackend
 from kgrag.models.cache import CallCache, request_key
 from kgrag.models.embed.backends import TORCH, backend
+from kgrag.models.embed.runtime import ExportedBackend, calibration_texts
 from kgrag.models.executor import Executor, LocalExecutor, Work
 from kgrag.models.offline import offline
 from kgrag.models.usage import CountedCache, Usage
@@ -76,6 +78,8 @@ class CachedEmbedder:
         self.cache = cache
         self.backend = backend if backend is not None else runner(settings, cache)
         self.calls = CountedCache(cache, settings.name)
+        self._exported = threading.Lock()  # held while the first miss exports the model
+        self._export_due = True
 
     @property
     def usage(self) -> Usage:
@@ -131,9 +135,22 @@ class CachedEmbedder:
     def _encode_batch(self, work: Work, texts: list[str]) -> list[np.ndarray]:
         """The vectors of distinct ``texts``, from the cache or computed by ``work`` and
         stored."""
-        found, _ = self.calls.many([self._key(t) for t in texts],
-                                   lambda todo: work([texts[i] for i in todo]))
+        def compute(todo: list[int]) -> list[dict[str, Any]]:
+            self._export()
+            return work([texts[i] for i in todo])
+
+        found, _ = self.calls.many([self._key(t) for t in texts], compute)
         return [np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32) for f in found]
+
+
+    def _export(self) -> None:
+        """Before the first miss is computed, an exported backend's model exported in
+        this process (all its cores), once: sent to Ray workers, each copy would
+        otherwise export on its one CPU while the other workers wait on its lock."""
+        with self._exported:
+            if self._export_due and isinstance(self.backend, ExportedBackend):
+                self.backend.export()
+            self._export_due = False
 
 
 class Encoding:
@@ -154,7 +171,5 @@ def runner(settings: EmbedderSettings, cache: CallCache) -> EmbedBackend:
     chosen = backend(settings.backend)
     if chosen.name == TORCH:
         return SentenceTransformerBackend(settings)
-    from kgrag.models.embed.runtime import ExportedBackend, calibration_texts
-
     return ExportedBackend(settings.path, settings.sha256, chosen,
                            cache.directory / "exported-embedders", calibration_texts)

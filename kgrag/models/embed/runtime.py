@@ -143,13 +143,20 @@ class ExportedBackend:
         """A copy sent to a Ray worker loads its own model and tokenizer."""
         return {**self.__dict__, "_run": None, "_config": None, "_tokenise": None}
 
+    def export(self) -> Path:
+        """The exported model's file, exported first where it is not whole in ``root``:
+        what ``CachedEmbedder`` calls in its own process before copies of this backend
+        are sent to Ray workers, so that no worker exports while the others wait."""
+        own = ModuleConfig.read(self.folder)  # the model's own, as calibration tokenises
+        return exported(self.folder, self.sha256, self.chosen, self.root, self.calibration,
+                        own.tokenise)
+
     def load(self) -> None:
         """Export (once) and load the model, and its tokenizer."""
         if self._run is not None:
             return
-        own = ModuleConfig.read(self.folder)  # the model's own, as calibration tokenises
-        path = exported(self.folder, self.sha256, self.chosen, self.root, self.calibration,
-                        own.tokenise)
+        path = self.export()
+        own = ModuleConfig.read(self.folder)
         self._config = own if self.max_length is None else dataclasses.replace(
             own, max_length=self.max_length)
         self._tokenise = self._config.tokeniser(PAD_TO)
