@@ -142,7 +142,6 @@ class CachedEmbedder:
         found, _ = self.calls.many([self._key(t) for t in texts], compute)
         return [np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32) for f in found]
 
-
     def _export(self) -> None:
         """Before the first miss is computed, an exported backend's model exported in
         this process (all its cores), once: sent to Ray workers, each copy would
