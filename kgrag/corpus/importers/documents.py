@@ -68,7 +68,7 @@ def plain_corpus(items: Iterable[tuple[str | None, str, str]], cfg: Mapping[str,
     documents: dict[tuple[str, str], str] = {}
     by_id: dict[str, dict[tuple[str, str], None]] = {}
     for key, title, text in items:
-        if text.strip() and (title, text) not in documents:
+        if text and not text.isspace() and (title, text) not in documents:
             documents[(title, text)] = make_doc_id(title, text)
             if key is not None:
                 by_id.setdefault(key, {})[(title, text)] = None
@@ -154,19 +154,20 @@ def import_jsonl(path: Path, cfg: Mapping[str, Any]) -> Corpus:
 
     def items() -> Iterator[tuple[str | None, str, str]]:
         for lineno, record in read_jsonl(path):
-            where = f"{path}:{lineno}"
-            text = get_field(record, fields["text"], str, where)
+            text = record.get(fields["text"])
+            if not isinstance(text, str):  # raises the field's error, with its line
+                text = get_field(record, fields["text"], str, f"{path}:{lineno}")
             doc_key = record.get(fields["id"])
             if doc_key is not None and (not isinstance(doc_key, (str, int))
                                         or isinstance(doc_key, bool)):
-                raise KgragError(f"{where}: field {fields['id']!r} must be a string or an "
-                                 "integer (or absent)")
+                raise KgragError(f"{path}:{lineno}: field {fields['id']!r} must be a string "
+                                 "or an integer (or absent)")
             title = record.get(fields["title"])
-            if not (isinstance(title, str) and title.strip()):
+            if not (isinstance(title, str) and title and not title.isspace()):
                 if doc_key is None:
                     raise KgragError(
-                        f"{where}: needs a string field {fields['title']!r} or an id field "
-                        f"{fields['id']!r}; set corpus.fields to the names your file uses"
+                        f"{path}:{lineno}: needs a string field {fields['title']!r} or an id "
+                        f"field {fields['id']!r}; set corpus.fields to the names your file uses"
                     )
                 title = str(doc_key)
             yield None if doc_key is None else str(doc_key), title, text

@@ -79,10 +79,15 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise KgragError(f"{path} is a folder; this dataset expects a JSON Lines file")
     with path.open("rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
-            if not raw.strip():
+            if raw.isspace():
                 continue
             try:
-                record = json.loads(raw)
+                # decoded as ``json.loads`` decodes bytes, naming the encoding at once for
+                # a line that opens an object ("{" then no NUL byte: UTF-8 to its
+                # detection) rather than detecting it on every line
+                encoding = ("utf-8" if raw[:1] == b"{" and raw[1:2] != b"\x00"
+                            else json.detect_encoding(raw))
+                record = json.loads(raw.decode(encoding, "surrogatepass"))
             except json.JSONDecodeError as exc:
                 problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
                 raise KgragError(f"{path}:{lineno}: {problem}; fix this line") from None
