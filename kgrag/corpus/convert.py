@@ -34,7 +34,7 @@ from kgrag.corpus.bounds import html_refusal, zip_refusal
 from kgrag.corpus.hyphens import rejoin_line_ends, spell_out_ligatures
 
 # Bump when a converter changes what it returns: cached conversions carry the version.
-CONVERTER_VERSION = "4"
+CONVERTER_VERSION = "5"
 
 FAILURES = {
     "encrypted": "an encrypted PDF that opens only with a password",
@@ -66,6 +66,7 @@ _HTML_CHROME = 'nav, [role="navigation"], [role="search"]'
 # (Sphinx's "¶", MkDocs' "¶" or "#", others' "§" or a link symbol): an anchor into the
 # page with this text alone is a button, not words of the document.
 _PERMALINK_MARKS = frozenset({"¶", "#", "§", "🔗", "\uf0c1"})
+_SITE_SUFFIX = re.compile(r"\s+[—–|·-]\s+\S")  # " — Python 3.11.2 documentation"
 
 
 class Unreadable(Exception):
@@ -179,13 +180,26 @@ def _html(data: bytes) -> Converted:
             runs[-1][1].append(content)
         elif content.strip():
             runs.append((owner, [content]))
-    blocks, heading = [], None
+    blocks, heading, first_h1 = [], None, None
     for owner, texts in runs:
         text = "".join(texts).strip() if owner.tag == "pre" else _one_line("".join(texts))
         if owner.tag in _HTML_HEADINGS:
             heading = text
+            first_h1 = text if first_h1 is None and owner.tag == "h1" else first_h1
         blocks.append(Block(text, None, heading))
-    return Converted(tuple(blocks), title or None)
+    return Converted(tuple(blocks), _own_title(title, first_h1) or None)
+
+
+def _own_title(title: str | None, h1: str | None) -> str | None:
+    """A page's ``<title>`` less the site's name that it adds to the page's first
+    heading: Sphinx titles the page ``collections — Container datatypes`` as
+    "collections — Container datatypes — Python 3.11.2 documentation", and many sites
+    write "Page | Site". The title is the heading where it is the heading, a separator
+    (a dash, a bar, a middle dot) and more; else the ``<title>`` as it is. The site's
+    name would otherwise open every chunk's title line, and be an answer's words."""
+    if title and h1 and title.startswith(h1) and _SITE_SUFFIX.match(title, len(h1)):
+        return h1
+    return title
 
 
 def _block_of(node: Any, owners: dict[int, Any]) -> Any:

@@ -104,6 +104,20 @@ def test_an_html_page_gives_its_blocks_without_scripts_or_styles():
     assert converted.title == "Cities of France"
 
 
+@pytest.mark.parametrize(("title", "h1", "expected"), [
+    # Sphinx: the page's heading, then the project's name and version
+    ("collections — Container datatypes — Python 3.11.2 documentation",
+     'collections — Container datatypes<a class="headerlink" href="#m">¶</a>',
+     "collections — Container datatypes"),
+    ("Installing | Acme Docs", "Installing", "Installing"),
+    ("Paris in spring", "Paris", "Paris in spring"),  # no separator: the title's own words
+    ("Cities of France", "Paris", "Cities of France"),  # another title than the heading
+])
+def test_an_html_pages_title_is_its_heading_less_the_sites_name(title, h1, expected):
+    page = f"<html><head><title>{title}</title></head><body><h1>{h1}</h1><p>Text.</p>"
+    assert convert(page.encode(), ".html").title == expected
+
+
 def test_an_html_pages_permalink_anchors_are_no_words_of_it():
     """Sphinx writes a "¶" link after every heading and definition (the Python docs do);
     a "¶" that is the page's text stays."""
