@@ -26,7 +26,7 @@ import logging
 import re
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +59,13 @@ _HTML_LAYOUT = _HTML_BLOCKS | {"body", "div", "section", "article", "main", "hea
                                "aside", "form", "table", "tr", "ul", "ol", "dl",
                                "figure", "address", "details", "summary"}
 _HTML_SKIPPED = ["script", "style", "noscript", "template", "head"]
-# The page's navigation and search (HTML's ``nav``, ARIA's landmark roles): a generator's
-# sidebar, table of contents and "Previous topic" links, not words of the document.
-_HTML_CHROME = 'nav, [role="navigation"], [role="search"]'
+# The page's navigation, search and footer (HTML's ``nav``, ARIA's landmark roles,
+# Sphinx's ``div.footer``): a generator's sidebar, table of contents, "Previous topic"
+# links and copyright lines, not words of the document.
+_HTML_CHROME = 'nav, [role="navigation"], [role="search"], [role="contentinfo"], div.footer'
+# A ``footer`` element is the page's own (its copyright, its links) unless it closes a
+# part of the page: a quotation's source, an article's byline are the document's words.
+_HTML_SECTIONS = frozenset({"article", "aside", "main", "section", "blockquote"})
 # What a documentation generator writes after a heading or a definition as its permalink
 # (Sphinx's "¶", MkDocs' "¶" or "#", others' "§" or a link symbol): an anchor into the
 # page with this text alone is a button, not words of the document.
@@ -150,7 +154,7 @@ def _inline_text(inline: Any) -> str:
 def _html(data: bytes) -> Converted:
     """One block per run of text under the same block element (a paragraph, a list item,
     a heading, a ``div``'s own loose text), in document order, less the page's
-    navigation (``_HTML_CHROME``); a heading's text starts a section."""
+    navigation and footer (``_HTML_CHROME``); a heading's text starts a section."""
     from selectolax.lexbor import LexborHTMLParser
 
     text = _utf8(data)
@@ -163,6 +167,9 @@ def _html(data: bytes) -> Converted:
     tree.strip_tags(_HTML_SKIPPED)
     for chrome in tree.css(_HTML_CHROME):
         chrome.decompose()
+    for footer in tree.css("footer"):
+        if not any(parent.tag in _HTML_SECTIONS for parent in _ancestors(footer)):
+            footer.decompose()
     for anchor in tree.css('a[href^="#"]'):
         if anchor.text(strip=True) in _PERMALINK_MARKS:
             anchor.decompose()
@@ -200,6 +207,12 @@ def _own_title(title: str | None, h1: str | None) -> str | None:
     if title and h1 and title.startswith(h1) and _SITE_SUFFIX.match(title, len(h1)):
         return h1
     return title
+
+
+def _ancestors(node: Any) -> Iterator[Any]:
+    while node.parent is not None:
+        node = node.parent
+        yield node
 
 
 def _block_of(node: Any, owners: dict[int, Any]) -> Any:

@@ -133,9 +133,10 @@ def test_an_html_pages_permalink_anchors_are_no_words_of_it():
         ("A pilcrow (¶) marks a paragraph; see the notes.", "Notes")]
 
 
-def test_an_html_pages_navigation_and_search_are_no_words_of_it():
+def test_an_html_pages_navigation_search_and_footer_are_no_words_of_it():
     """A Sphinx page (the Python docs) lays its sidebar's table of contents, its search
-    box and its related links out in elements marked as navigation; the body stays."""
+    box and its related links out in elements marked as navigation, and its copyright
+    lines in ``div.footer``; the body stays."""
     page = ('<div class="related" role="navigation"><h3>Navigation</h3><ul><li>index</li>'
             '<li>Python »</li></ul></div><nav class="menu"><p>Menu</p></nav>'
             '<div class="body" role="main"><h1>heapq</h1><p>Heap queue algorithm.</p>'
@@ -144,7 +145,17 @@ def test_an_html_pages_navigation_and_search_are_no_words_of_it():
             '<p>calendar</p></div><div class="footer">© Copyright 2001.</div>')
     converted = convert(page.encode(), ".html")
     assert [(b.text, b.heading) for b in converted.blocks] == [
-        ("heapq", "heapq"), ("Heap queue algorithm.", "heapq"), ("© Copyright 2001.", "heapq")]
+        ("heapq", "heapq"), ("Heap queue algorithm.", "heapq")]
+
+
+def test_a_pages_footer_goes_and_a_quotations_footer_stays():
+    page = ("<body><main><h1>Lyon</h1><blockquote><p>A city of lights.</p>"
+            "<footer>Victor Hugo</footer></blockquote>"
+            "<article><p>Lyon lies on the Rhone.</p><footer>By A. Writer</footer></article>"
+            "</main><div><footer>© 2024 Example Inc. <a href='/terms'>Terms</a></footer></div>"
+            "<div role='contentinfo'>Built with a generator.</div></body>")
+    assert [b.text for b in convert(page.encode(), ".html").blocks] == [
+        "Lyon", "A city of lights.", "Victor Hugo", "Lyon lies on the Rhone.", "By A. Writer"]
 
 
 def test_the_spaces_between_inline_elements_part_their_words():
