@@ -34,7 +34,7 @@ from kgrag.corpus.bounds import html_refusal, zip_refusal
 from kgrag.corpus.hyphens import rejoin_line_ends, spell_out_ligatures
 
 # Bump when a converter changes what it returns: cached conversions carry the version.
-CONVERTER_VERSION = "5"
+CONVERTER_VERSION = "6"
 
 FAILURES = {
     "encrypted": "an encrypted PDF that opens only with a password",
