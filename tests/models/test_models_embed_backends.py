@@ -18,6 +18,7 @@ from kgrag import api, host
 from kgrag.cli import main
 from kgrag.errors import KgragError
 from kgrag.models.cache import CallCache, request_key
+from kgrag.models.embed import runtime
 from kgrag.models.embed.backends import BACKENDS
 from kgrag.models.embed.embedder import (
     CachedEmbedder,
@@ -25,7 +26,7 @@ from kgrag.models.embed.embedder import (
     SentenceTransformerBackend,
     runner,
 )
-from kgrag.models.embed.export import LOCK, MANIFEST
+from kgrag.models.embed.export import LOCK, MANIFEST, exported
 from kgrag.models.embed.runtime import (
     PAD_TO,
     RUN_TEXTS,
@@ -180,7 +181,8 @@ class CopyingExecutor:
         return [task(on_a_worker, item) for item in items]
 
 
-def test_the_embedding_process_exports_before_a_worker_gets_a_batch(settings, tmp_path, cache):
+def test_the_embedding_process_exports_before_a_worker_gets_a_batch(settings, tmp_path, cache,
+                                                                    monkeypatch):
     """A copy of an exported backend sent to a worker finds the model already exported by
     the process that embeds, so no worker exports on its one CPU while the others wait on
     its lock; only batches that miss the cache are sent, and a fully cached run exports
@@ -194,6 +196,13 @@ def test_the_embedding_process_exports_before_a_worker_gets_a_batch(settings, tm
     vectors = CachedEmbedder(onnx, cache, backend).encode(texts, executor)
     assert executor.found_whole == [True] and vectors.shape == (3, 384)
     assert backend._run is None  # this process exported the model but did not load it
+    # in one process the export is checked (every file hashed) once, not again to load it
+    checks = []
+    monkeypatch.setattr(runtime, "exported", lambda *a: checks.append(a) or exported(*a))
+    local = ExportedBackend(onnx.path, onnx.sha256, BACKENDS["onnx"], root, calibration_texts)
+    np.testing.assert_array_equal(CachedEmbedder(onnx, CallCache(tmp_path / "fresh"),
+                                                 local).encode(texts), vectors)
+    assert len(checks) == 1
     shutil.rmtree(root)
     again = CachedEmbedder(onnx, cache, backend)
     np.testing.assert_array_equal(again.encode(texts, executor), vectors)

@@ -78,8 +78,7 @@ class CachedEmbedder:
         self.cache = cache
         self.backend = backend if backend is not None else runner(settings, cache)
         self.calls = CountedCache(cache, settings.name)
-        self._exported = threading.Lock()  # held while the first miss exports the model
-        self._export_due = True
+        self._exporting = threading.Lock()  # held while a miss exports the model
 
     @property
     def usage(self) -> Usage:
@@ -143,13 +142,13 @@ class CachedEmbedder:
         return [np.frombuffer(base64.b64decode(f["vector"]), dtype=np.float32) for f in found]
 
     def _export(self) -> None:
-        """Before the first miss is computed, an exported backend's model exported in
-        this process (all its cores), once: sent to Ray workers, each copy would
-        otherwise export on its one CPU while the other workers wait on its lock."""
-        with self._exported:
-            if self._export_due and isinstance(self.backend, ExportedBackend):
+        """Before a miss is computed, an exported backend's model exported in this
+        process (all its cores; checked once, ``ExportedBackend.export``): sent to Ray
+        workers, each copy would otherwise export on its one CPU while the other workers
+        wait on its lock."""
+        if isinstance(self.backend, ExportedBackend):
+            with self._exporting:
                 self.backend.export()
-            self._export_due = False
 
 
 class Encoding:

@@ -138,18 +138,24 @@ class ExportedBackend:
         self._run: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None
         self._config: ModuleConfig | None = None
         self._tokenise: Callable[[list[str]], dict[str, np.ndarray]] | None = None
+        self._file: Path | None = None  # the export, found whole by this process
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy sent to a Ray worker loads its own model and tokenizer."""
-        return {**self.__dict__, "_run": None, "_config": None, "_tokenise": None}
+        """A copy sent to a Ray worker loads its own model and tokenizer, and checks the
+        export on its own node's disk."""
+        return {**self.__dict__, "_run": None, "_config": None, "_tokenise": None,
+                "_file": None}
 
     def export(self) -> Path:
-        """The exported model's file, exported first where it is not whole in ``root``:
-        what ``CachedEmbedder`` calls in its own process before copies of this backend
-        are sent to Ray workers, so that no worker exports while the others wait."""
-        own = ModuleConfig.read(self.folder)  # the model's own, as calibration tokenises
-        return exported(self.folder, self.sha256, self.chosen, self.root, self.calibration,
-                        own.tokenise)
+        """The exported model's file, exported first where it is not whole in ``root``,
+        and checked once per process: what ``CachedEmbedder`` calls in its own process
+        before copies of this backend are sent to Ray workers, so that no worker exports
+        while the others wait."""
+        if self._file is None:
+            own = ModuleConfig.read(self.folder)  # the model's own, as calibration tokenises
+            self._file = exported(self.folder, self.sha256, self.chosen, self.root,
+                                  self.calibration, own.tokenise)
+        return self._file
 
     def load(self) -> None:
         """Export (once) and load the model, and its tokenizer."""
