@@ -9,14 +9,18 @@ dev half's, to choose a setting on before the test half's report it) of the shar
 MuSiQue, HotpotQA and 2Wiki samples, taken in a seeded order, round robin over the
 three, until their own paragraphs (the 10 or 20 each question comes with, gold and
 distractor alike) reach ``NEEDLE_DOCS``: one eleventh of 10,000, so that the same needles sit among 1×
-(``--size 1x``), 10× (``10k``), 100× (``100k``) and 1000× (``1m``) as many distractor
-passages as their own paragraphs. The distractors are passages of about one chunk
+(``--size 1x``), 10× (``10k``), 100× (``100k``) and 1000× (``1m``; the installed text
+holds about 245×, below) as many distractor passages as their own paragraphs. The distractors are passages of about one chunk
 (``PASSAGE_WORDS``, under the specs' 256-token chunks, so a passage is one chunk) cut at
 paragraph breaks from text Debian installs (``apt-get install linux-doc python3-doc
 dict-gcide``): the kernel's documentation, Python's documentation sources, the GCIDE
 dictionary and the English manual pages (troff markup stripped), deduplicated by text.
-A size that needs more passages than that text holds repeats them, each copy under a new
-id: the folder's ``corpus.json`` says how many passages are distinct and how many tiled.
+A size that needs more passages than that text holds gets each of them once, no more:
+a copy would be the same (title, text), which kgrag's import reads and drops, so a
+folder of copies builds the same corpus and only makes its import read lines it
+discards. The seeded order is the one the copies would have had (each passage at its
+first place), so the corpus is the one the tiled folder built. The folder's
+``corpus.json`` says how many distractors the size asked for and how many it holds.
 
 The folder holds ``documents.jsonl`` (``id``, ``title``, ``text``), ``questions.jsonl``
 (``id``, ``question``, ``answers``, ``supporting``: a ``jsonl`` corpus's
@@ -178,24 +182,26 @@ def write(out: Path, size: str, seed: int, data: Path, added: int = 0,
     rng.shuffle(order)
     order += [("d", i) for i in range(wanted, wanted + added)]
     out.mkdir(parents=True, exist_ok=True)
+    written: set[int] = set()
     with (out / "documents.jsonl").open("w") as handle:
         for kind, i in order:
             if kind == "n":
                 doc = needle_docs[i]
+            elif (at := i % len(pool)) in written:  # past the pool: a copy, not written
+                continue
             else:
-                copy, at = divmod(i, len(pool))
-                title, text = pool[at]
-                doc = {"id": f"d{at}" + (f"~{copy}" if copy else ""), "title": title,
-                       "text": text}
+                written.add(at)
+                doc = {"id": f"d{at}", "title": pool[at][0], "text": pool[at][1]}
             handle.write(json.dumps(doc) + "\n")
     (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
-    summary = {"size": size, "seed": seed, "half": half, "documents": len(order),
+    summary = {"size": size, "seed": seed, "half": half,
+               "documents": len(needle_docs) + len(written),
                "needle_questions": len(questions), "needle_documents": len(needle_docs),
-               "distractors": wanted, "added": added,
-               "ratio": round(wanted / len(needle_docs), 1),
+               "distractors": len(written), "added": added,
+               "ratio": round(min(wanted, len(pool)) / len(needle_docs), 1),
                "distinct_passages_available": len(pool),
-               "distinct_distractors": min(wanted + added, len(pool)),
-               "tiled_distractors": max(wanted + added - len(pool), 0)}
+               "distractors_asked": wanted + added,
+               "distractors_short": wanted + added - len(written)}
     (out / "corpus.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
@@ -212,9 +218,10 @@ def main(argv: list[str]) -> None:
     out = Path(args.out or ROOT / "outputs" / "scale-corpus" / args.size)
     summary = write(out, args.size, args.seed, Path(args.data), half=args.half)
     print(json.dumps(summary))
-    if summary["tiled_distractors"]:
-        print(f"tiled: {summary['tiled_distractors']:,} distractors repeat one of the "
-              f"{summary['distinct_passages_available']:,} distinct passages installed here")
+    if summary["distractors_short"]:
+        print(f"short: the size asks for {summary['distractors_asked']:,} distractors; "
+              f"{summary['distinct_passages_available']:,} distinct passages are installed "
+              "here, each written once")
 
 
 if __name__ == "__main__":
