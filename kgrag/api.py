@@ -26,7 +26,7 @@ from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Step
 from kgrag.pipeline.runner import forced_steps, run_plan
 from kgrag.pipeline.space import check_space
-from kgrag.session import Echo, Session, open_session, reusable, spec_models
+from kgrag.session import Echo, Session, open_session, spec_models, whole
 from kgrag.spec.starter import Starter, write_starter
 from kgrag.steps import KINDS
 from kgrag.steps.retrieve import chunk_units, load_strategy
@@ -75,10 +75,10 @@ class PlannedStep:
 def dry_run(session: Session) -> list[PlannedStep]:
     """What ``run`` would do: each step, whether it would be reused, its LLM-call bound.
     A damaged artefact would be rebuilt, so it counts as not built (and is not read)."""
-    reuse = {s.name: reusable(session.artefact(s.name)) for s in session.plan.steps}
-    counts = Counts(_known_question_count(session, reuse["corpus"]),
-                    _known_chunk_count(session, reuse.get("chunks", False)))
-    return [PlannedStep(s, reuse[s.name], KINDS[s.kind].max_llm_calls(s.config, counts))
+    reuse = whole(session, session.plan.steps)
+    counts = Counts(_known_question_count(session, "corpus" in reuse),
+                    _known_chunk_count(session, "chunks" in reuse))
+    return [PlannedStep(s, s.name in reuse, KINDS[s.kind].max_llm_calls(s.config, counts))
             for s in session.plan.steps]
 
 
@@ -121,12 +121,12 @@ def run(spec_path: str | Path, *, force: tuple[str, ...] = (), echo: Echo = prin
     (None when the corpus has no questions), and writes the run's report."""
     session = open_session(spec_path)
     forced = forced_steps(session.plan, force)
+    reuse = whole(session, session.plan.steps)
     check_space(session.spec.resolve(session.spec.corpus["path"]),
-                [s.kind for s in session.plan.steps
-                 if s.name in forced or not reusable(session.artefact(s.name))],
+                [s.kind for s in session.plan.steps if s.name in forced or s.name not in reuse],
                 session.run_dir)
     manifest = run_plan(session.plan, spec=session.spec, models=session.models,
-                        run_dir=session.run_dir, force=force, echo=echo)
+                        run_dir=session.run_dir, force=force, whole=reuse, echo=echo)
     from kgrag.report.page import write_report  # plotly: only once a run is done
 
     evaluated = "evaluate" in session.plan.by_name()
@@ -276,9 +276,10 @@ def open_query(spec_path: str | Path, strategy: str | None = None,
         [dep for role, dep in step.inputs.items() if role != "corpus"])
     # a run records the steps it ran in the folder's manifest; a query that builds nothing
     # leaves the last run's (``kgrag report`` reads it) as it was
-    if not all(reusable(session.artefact(s.name)) for s in index_steps):
+    reuse = whole(session, index_steps)
+    if len(reuse) < len(index_steps):
         run_plan(session.plan, spec=session.spec, models=session.models,
-                 run_dir=session.run_dir, steps=index_steps, echo=echo)
+                 run_dir=session.run_dir, steps=index_steps, whole=reuse, echo=echo)
     inputs = {role: session.artefact(dep) for role, dep in step.inputs.items()}
     # a strategy over chunks: their texts, read once for the strategy and the parts shown
     units = chunk_units(inputs)

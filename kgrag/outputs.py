@@ -28,7 +28,7 @@ from kgrag.pipeline.graph_export import (
 from kgrag.pipeline.manifest import Manifest
 from kgrag.pipeline.plan import Plan
 from kgrag.pipeline.runner import run_plan
-from kgrag.session import Echo, Session, open_session, reusable, spec_models
+from kgrag.session import Echo, Session, open_session, spec_models, whole
 from kgrag.spec import Spec, load_spec
 
 
@@ -109,9 +109,10 @@ def export_graph(spec_path: str | Path, out: str | Path, build: str | None = Non
                           session.spec.path.name)
     needed = session.plan.upstream([*chosen.steps, *(
         ["chunks"] if "chunks" in session.plan.by_name() else [])])
-    if not all(reusable(session.artefact(step.name)) for step in needed):
+    reuse = whole(session, needed)
+    if len(reuse) < len(needed):
         run_plan(session.plan, spec=session.spec, models=session.models,
-                 run_dir=session.run_dir, steps=needed, echo=echo)
+                 run_dir=session.run_dir, steps=needed, whole=reuse, echo=echo)
     graph = build_network(chosen, session.artefact)
     out = Path(out)
     if fmt == "csv":  # a folder, replaced whole

@@ -5,7 +5,7 @@ before any work is done. Every command of ``kgrag.api`` starts from one; tests h
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from kgrag.models.executor import LocalExecutor, executor_of
 from kgrag.pipeline.artefacts import artefact_dir
 from kgrag.pipeline.compile import compile_plan
 from kgrag.pipeline.integrity import damage
-from kgrag.pipeline.plan import Plan
+from kgrag.pipeline.plan import Plan, Step
 from kgrag.spec import Spec, load_spec
 from kgrag.training import TRAINING_METHODS
 
@@ -68,5 +68,9 @@ def spec_models(spec: Spec, cache: CallCache, llm_backend: LLMBackend | None = N
                            if TRAINING_METHODS[entry["method"]].trains == "embedder"})
 
 
-def reusable(artefact: Path) -> bool:
-    return artefact.exists() and damage(artefact) is None
+def whole(session: Session, steps: Iterable[Step]) -> frozenset[str]:
+    """The names of ``steps`` whose artefacts are built and undamaged: reused by a run
+    (``run_plan``'s ``whole``), a damaged one rebuilt."""
+    return frozenset(step.name for step in steps
+                     if (artefact := session.artefact(step.name)).exists()
+                     and damage(artefact) is None)

@@ -63,11 +63,12 @@ def damage(folder: Path) -> str | None:
     return None
 
 
-def check(folder: Path) -> str | None:
+def check(folder: Path, found_whole: bool = False) -> str | None:
     """``damage`` for the runner, which holds the run's lock: a folder without a listing
     that reads whole is listed now, so that it is not read through again and later
-    damage to it is caught like any other."""
-    problem = damage(folder)
+    damage to it is caught like any other. ``found_whole``: the command found it whole
+    (``damage``) just before taking the lock, so its files are not read through twice."""
+    problem = None if found_whole else damage(folder)
     if problem is None and not (folder / LISTING).exists():
         write_listing(folder)
     return problem

@@ -14,7 +14,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -57,24 +57,28 @@ def forced_steps(plan: Plan, force: Iterable[str]) -> set[str]:
 
 
 def run_plan(plan: Plan, *, spec: Any, models: Any, run_dir: Path, steps: list[Step] | None = None,
-             force: Iterable[str] = (), echo: Callable[[str], None] = print) -> Manifest:
+             force: Iterable[str] = (), whole: Collection[str] = (),
+             echo: Callable[[str], None] = print) -> Manifest:
     """Run ``steps`` (default: the whole plan) under the run folder's lock. A run folder
     that cannot take the writes (a full disk, read-only) ends the run with one message;
-    the step it was writing leaves no folder behind, the completed ones stay."""
+    the step it was writing leaves no folder behind, the completed ones stay. ``whole``
+    names the steps whose artefacts the command has just found whole (``kgrag.session.
+    whole``): they are reused without reading their files again."""
     todo = plan.steps if steps is None else steps
     rerun = forced_steps(plan, force)
     with writing(run_dir, "the run's outputs", OUTPUTS_ADVICE), run_lock(run_dir):
         remove_stale_temps(run_dir)
         manifest = Manifest.start(run_dir, spec, models, todo)
         for step in todo:
-            manifest.record(_run_step(step, plan, spec, models, run_dir, step.name in rerun, echo))
+            manifest.record(_run_step(step, plan, spec, models, run_dir, step.name in rerun,
+                                      step.name in whole, echo))
             manifest.write()
         manifest.finish()
     return manifest
 
 
 def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, force: bool,
-              echo: Callable[[str], None]) -> dict[str, Any]:
+              found_whole: bool, echo: Callable[[str], None]) -> dict[str, Any]:
     kind = KINDS[step.kind]
     final = artefact_dir(run_dir, step.name, step.fingerprint)
     by_name = plan.by_name()
@@ -84,7 +88,7 @@ def _run_step(step: Step, plan: Plan, spec: Any, models: Any, run_dir: Path, for
                               "fingerprint": step.fingerprint, "settings": step.settings,
                               "artefact": final.name}
     if final.exists() and not force:
-        problem = check(final)
+        problem = check(final, found_whole)
         if problem is None:
             _publish(kind, final, run_dir)
             echo(f"  {step.name:<24} reused")

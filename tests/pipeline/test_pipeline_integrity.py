@@ -5,6 +5,7 @@ published metrics.json always comes from the evaluation it reuses."""
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,40 @@ def test_the_dry_run_plans_to_rebuild_a_damaged_artefact(project: Path) -> None:
     (project / "outputs" / "tiny" / built["chunks"]["artefact"] / CHUNKS_FILE).write_text("x")
     reuse = {p.step.name: p.reuse for p in api.dry_run(api.open_session(spec))}
     assert reuse.pop("chunks") is False and all(reuse.values())
+
+
+def test_a_command_reads_each_reused_artefact_through_once(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """Was: ``kgrag run`` compared every reused artefact's files with their listing twice,
+    to plan (the space check) and again under the run's lock; ``kgrag query`` did so for
+    the steps before the index it had to rebuild. Hashing them is the cost of a reuse."""
+    spec = write_spec(project)
+    built, _, _ = run_with(spec, RuleLLM())
+    compared: Counter[Path] = Counter()
+    differs = integrity._differs
+
+    def counted(path: Path, listed: dict[str, Any]) -> str | None:
+        compared[path] += 1
+        return differs(path, listed)
+
+    monkeypatch.setattr(integrity, "_differs", counted)
+    session = open_with(spec, RuleLLM())
+    monkeypatch.setattr(api, "open_session", lambda path: session)
+    assert main(["run", str(spec)]) == 0
+    every = {project / "outputs" / "tiny" / step["artefact"] / name
+             for step in built.values()
+             for name in file_listing(project / "outputs" / "tiny" / step["artefact"])}
+    assert set(compared) == every and set(compared.values()) == {1}
+
+    dense = project / "outputs" / "tiny" / built["dense"]["artefact"]
+    delete_vectors(dense)
+    compared.clear()
+    assert main(["query", str(spec), "Who directed the film?"]) == 0
+    assert "answer: An answer from the evidence" in capsys.readouterr().out
+    upstream = {path: n for path, n in compared.items() if dense not in path.parents}
+    assert upstream and set(upstream.values()) == {1}
+    assert damage(dense) is None
 
 
 def test_a_reused_evaluation_publishes_its_metrics_again(project: Path) -> None:
