@@ -8,13 +8,14 @@ The needles are test-half questions (``kgrag.eval.halves``; ``--half dev`` takes
 dev half's, to choose a setting on before the test half's report it) of the shared
 MuSiQue, HotpotQA and 2Wiki samples, taken in a seeded order, round robin over the
 three, until their own paragraphs (the 10 or 20 each question comes with, gold and
-distractor alike) reach ``NEEDLE_DOCS``: one eleventh of 10,000, so that the same needles sit among 1×
-(``--size 1x``), 10× (``10k``), 100× (``100k``) and 1000× (``1m``; the installed text
-holds about 245×, below) as many distractor passages as their own paragraphs. The distractors are passages of about one chunk
-(``PASSAGE_WORDS``, under the specs' 256-token chunks, so a passage is one chunk) cut at
-paragraph breaks from text Debian installs (``apt-get install linux-doc python3-doc
-dict-gcide``): the kernel's documentation, Python's documentation sources, the GCIDE
-dictionary and the English manual pages (troff markup stripped), deduplicated by text.
+distractor alike) reach ``NEEDLE_DOCS``: one eleventh of 10,000, so that the same
+needles sit among 1× (``--size 1x``), 10× (``10k``), 100× (``100k``) and 1000× (``1m``;
+the installed text holds about 245×, below) as many distractor passages as their own
+paragraphs. The distractors are passages of about one chunk (``PASSAGE_WORDS``, under
+the specs' 256-token chunks, so a passage is one chunk) cut at paragraph breaks from
+text Debian installs (``apt-get install linux-doc python3-doc dict-gcide``): the
+kernel's documentation, Python's documentation sources, the GCIDE dictionary and the
+English manual pages (troff markup stripped), deduplicated by text.
 A size that needs more passages than that text holds gets each of them once, no more:
 a copy would be the same (title, text), which kgrag's import reads and drops, so a
 folder of copies builds the same corpus and only makes its import read lines it
