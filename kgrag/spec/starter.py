@@ -144,9 +144,10 @@ def _models(found: Detected) -> str:
               "# a path to any .gguf file works, and a bigger model answers better.")
     return f"""\
 {reader}
-# The embedder runs through OpenVINO int8: 2.85x torch's speed at equal recall
-# (docs/embedding-backends.md). The first run exports it once (a minute or two on
-# two cores); `backend: torch` skips the export.
+# The embedder runs through OpenVINO int8: 2.85x torch's speed at equal recall on a
+# CPU with int8 instructions (avx512_vnni or avx_vnni in /proc/cpuinfo); without them
+# `backend: openvino` is faster (docs/embedding-backends.md). The first run exports
+# it once (a minute or two on two cores); `backend: torch` skips the export.
 models:
   llm: {{model: gemma3-270m, n_ctx: 8192, temperature: 0, seed: 0}}
   embedder: {{model: all-MiniLM-L6-v2, backend: openvino-int8}}"""
