@@ -327,7 +327,13 @@ def grow(size: str, share: float, args: argparse.Namespace, cold: dict) -> dict:
     (``StepContext.earlier``). ``cold`` is the size's build in this run, which must have
     computed everything for the ratio to mean anything."""
     added = round(share * SIZES[size])
-    whole = build(spec_for(size, args.seed, Path(args.data), added=added))
+    spec = spec_for(size, args.seed, Path(args.data), added=added)
+    written = json.loads((spec.parent / "corpus.json").read_text())
+    if written.get("distractors_short"):  # the installed text ran out: nothing new to add
+        raise SystemExit(f"--grow: the {size} folder already holds every distinct passage "
+                         f"installed here ({written['distinct_passages_available']:,}), so "
+                         "none is left to add; install more text (docs/scale.md)")
+    whole = build(spec)
     if any(s["cache_hits"] for s in cold["steps"]):
         print(f"warning: the {size} build found chunks in the call cache: it was not cold, "
               "so the ratios below are not against a cold build", flush=True)
